@@ -1,0 +1,189 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Registering, reading and validating ironic-partition's options.
+
+Nothing is registered at import. :func:`register_opts` registers on the
+``ConfigOpts`` it is given; :func:`get_settings` reads the partition settings
+at the moment of use, normalised and validated.
+"""
+
+import collections
+import socket
+
+from ironic_partition.conf import ironic
+from ironic_partition.conf import partition
+from ironic_partition import exception
+
+#: What :func:`get_settings` returns.
+#:
+#: ``partition_key`` is ``None`` (partitioning off) or a lower-cased
+#: conductor group, ``""`` being Ironic's default group. ``peer_list`` is a
+#: tuple of lower-cased, unique host names in the order written. ``host``
+#: is this service's own lower-cased host name.
+PartitionSettings = collections.namedtuple(
+    'PartitionSettings', ['partition_key', 'peer_list', 'host'])
+
+
+def _has_opt(conf, group, name):
+    return group in conf and name in conf[group]
+
+
+def nova_owns_ironic_opts(conf):
+    """Whether nova registered the ``[ironic]`` options on this conf.
+
+    nova registers ``[ironic] conductor_group`` (deprecated name
+    ``partition_key``) and ``peer_list``. Ours register ``partition_key``
+    as the option name, so its presence tells the two apart.
+
+    :param conf: an oslo.config ``ConfigOpts``.
+    :returns: ``True`` inside nova-compute (or any process that registered
+        nova's options first).
+    """
+    return (_has_opt(conf, ironic.GROUP, 'conductor_group')
+            and not _has_opt(conf, ironic.GROUP, 'partition_key'))
+
+
+def register_opts(conf):
+    """Register every ironic-partition option on ``conf``.
+
+    Safe to call more than once. When nova's ``[ironic]`` options are
+    already registered, they are left as they are and read instead of ours,
+    so no ``DuplicateOptError`` is raised.
+
+    :param conf: an oslo.config ``ConfigOpts``.
+    """
+    if not nova_owns_ironic_opts(conf):
+        conf.register_opts(ironic.opts, group=ironic.GROUP)
+    conf.register_opts(partition.opts, group=partition.GROUP)
+
+
+def get_host(conf):
+    """This service's own host name, lower-cased.
+
+    :param conf: a ``ConfigOpts`` with our options registered.
+    :returns: ``[ironic_partition] host``, else ``[DEFAULT] host`` if that
+        option exists, else the machine's host name.
+    """
+    host = conf[partition.GROUP].host
+    if not host and 'host' in conf:
+        host = conf.host
+    return (host or socket.gethostname()).strip().lower()
+
+
+def _config_error(option, value, reason, group=ironic.GROUP):
+    return exception.ConfigurationError(
+        group=group, option=option, value=value, reason=reason)
+
+
+def normalize_partition_key(value, option='partition_key'):
+    """Validate and lower-case a conductor group name.
+
+    :param value: ``None`` or a string.
+    :param option: the option name to blame in an error.
+    :returns: ``None`` or the lower-cased group.
+    :raises ConfigurationError: naming the option, the value and what is
+        allowed.
+    """
+    if value is None:
+        return None
+    try:
+        ironic.check_conductor_group(value)
+    except ValueError as e:
+        raise _config_error(option, value, str(e))
+    return value.lower()
+
+
+def normalize_peer_list(values, option='peer_list'):
+    """Trim, lower-case and de-duplicate a list of host names.
+
+    :param values: an iterable of strings.
+    :param option: the option name to blame in an error.
+    :returns: a tuple of unique host names in the order first written.
+    :raises ConfigurationError: for an empty or malformed name.
+    """
+    seen = {}
+    for value in values or ():
+        try:
+            host = ironic.check_host(value).lower()
+        except ValueError as e:
+            raise _config_error(option, list(values), str(e))
+        seen.setdefault(host, None)
+    return tuple(seen)
+
+
+def _read_partition_key(conf):
+    group = conf[ironic.GROUP]
+    if nova_owns_ironic_opts(conf):
+        return normalize_partition_key(group.conductor_group,
+                                       option='conductor_group')
+    key = normalize_partition_key(group.partition_key)
+    alias = normalize_partition_key(group.conductor_group,
+                                    option='conductor_group')
+    if key is None:
+        return alias
+    if alias is not None and alias != key:
+        raise exception.ConflictingOptions(
+            group=ironic.GROUP, option='partition_key',
+            value=group.partition_key, other='conductor_group',
+            other_value=group.conductor_group)
+    return key
+
+
+def get_settings(conf):
+    """Read, normalise and validate the partition settings.
+
+    Reads at the moment of use, so a SIGHUP that changed the (mutable)
+    options is seen by the next call.
+
+    :param conf: a ``ConfigOpts`` with our options registered (and perhaps
+        nova's).
+    :returns: a :data:`PartitionSettings`.
+    :raises ConfigurationError: for any invalid value, naming the option,
+        the value and what is allowed.
+    :raises InvalidPeerList: when partition_key is set and peer_list does
+        not contain this service's host.
+    """
+    key = _read_partition_key(conf)
+    peers = normalize_peer_list(conf[ironic.GROUP].peer_list)
+    host = get_host(conf)
+    if key is not None:
+        if not peers:
+            raise _config_error(
+                'peer_list', [],
+                'it is empty while [ironic] partition_key is %r; list '
+                'every service managing that group, including this host '
+                '%r' % (key, host))
+        if host not in peers:
+            raise exception.InvalidPeerList(
+                peer_list=list(peers), host=host, partition_key=key)
+    return PartitionSettings(key, peers, host)
+
+
+def validate(conf):
+    """Check every ironic-partition option that a type cannot check alone.
+
+    :param conf: a ``ConfigOpts`` with our options registered.
+    :returns: the :data:`PartitionSettings`.
+    :raises ConfigurationError: for the first problem found.
+    """
+    settings = get_settings(conf)
+    group = conf[partition.GROUP]
+    if group.heartbeat_interval >= group.service_down_time:
+        raise _config_error(
+            'heartbeat_interval', group.heartbeat_interval,
+            'it must be smaller than [ironic_partition] service_down_time '
+            '(%d), or every peer would look dead between two heartbeats'
+            % group.service_down_time, group=partition.GROUP)
+    return settings

@@ -1,0 +1,139 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Options of the ``[ironic]`` group: ``partition_key`` and ``peer_list``.
+
+These are the options nova's specification (seed 000) defines. Inside
+nova-compute, nova registers its own ``[ironic] conductor_group`` (with the
+deprecated name ``partition_key``) and ``[ironic] peer_list``; then
+:func:`ironic_partition.conf.register_opts` leaves nova's definitions in
+place, and :func:`ironic_partition.conf.get_settings` reads them, so what an
+operator writes in nova.conf is what this plugin uses.
+"""
+
+import re
+
+from oslo_config import cfg
+from oslo_config import types
+
+from ironic_partition._i18n import _
+
+GROUP = 'ironic'
+
+#: Ironic's conductor-group field is a VARCHAR(255) of this alphabet.
+MAX_GROUP_LENGTH = 255
+GROUP_ALPHABET = 'a-z, A-Z, 0-9, "_", "." and "-"'
+# NOTE(ironic-partition): ``\Z`` rather than ``$``: Ironic's own regex ends
+# in ``$``, which lets a single trailing newline through.
+_GROUP_RE = re.compile(r'[a-zA-Z0-9_.-]*\Z')
+_HOST_RE = re.compile(r'[a-zA-Z0-9_.-]+\Z')
+
+
+def check_conductor_group(value):
+    """Check a conductor group name the way Ironic defines it.
+
+    :param value: the raw string.
+    :returns: the value, unchanged.
+    :raises ValueError: with a message saying what is allowed.
+    """
+    if len(value) > MAX_GROUP_LENGTH:
+        raise ValueError(
+            _('%(value)r is %(len)d characters long; a conductor group has '
+              'at most %(max)d') % {'value': value[:40] + '...',
+                                    'len': len(value),
+                                    'max': MAX_GROUP_LENGTH})
+    if not _GROUP_RE.match(value):
+        bad = sorted({c for c in value if not _GROUP_RE.match(c)})
+        raise ValueError(
+            _('%(value)r contains %(bad)s; a conductor group may only '
+              'contain %(allowed)s ("" is the default group)') %
+            {'value': value, 'bad': ', '.join(repr(c) for c in bad),
+             'allowed': GROUP_ALPHABET})
+    return value
+
+
+def check_host(value):
+    """Check one host name of a peer list.
+
+    :param value: the raw string, surrounding blanks allowed.
+    :returns: the stripped value.
+    :raises ValueError: with a message saying what is allowed.
+    """
+    value = value.strip()
+    if not _HOST_RE.match(value):
+        raise ValueError(
+            _('%(value)r is not a host name; a peer may only contain '
+              '%(allowed)s and may not be empty') %
+            {'value': value, 'allowed': GROUP_ALPHABET})
+    return value
+
+
+class ConductorGroup(types.String):
+    """An oslo.config type for an Ironic conductor group name."""
+
+    def __init__(self):
+        super().__init__(type_name='conductor group')
+
+    def __call__(self, value):
+        return check_conductor_group(super().__call__(value))
+
+
+class HostName(types.String):
+    """An oslo.config type for one compute service host name."""
+
+    def __init__(self):
+        super().__init__(type_name='host name')
+
+    def __call__(self, value):
+        return check_host(super().__call__(value))
+
+
+partition_key = cfg.Opt(
+    'partition_key',
+    type=ConductorGroup(),
+    default=None,
+    mutable=True,
+    help=_('Case-insensitive Ironic conductor group whose nodes this '
+           'service manages. Nodes are listed from Ironic filtered by '
+           'this group, and shared among the services in peer_list with '
+           'a consistent hash ring. Unset (the default) disables '
+           'partitioning: every node is eligible and every live service '
+           'of the same role is a peer. The empty string ("") means '
+           'Ironic\'s default group, which is not the same as unset. '
+           'Allowed: ' + GROUP_ALPHABET + ', at most 255 characters. '
+           'A change takes effect on SIGHUP at the next refresh.'))
+
+conductor_group = cfg.Opt(
+    'conductor_group',
+    type=ConductorGroup(),
+    default=None,
+    mutable=True,
+    help=_('Alias of partition_key: nova\'s newer name for the same '
+           'setting. Set one or the other; if both are set they must be '
+           'equal (ignoring case).'))
+
+peer_list = cfg.ListOpt(
+    'peer_list',
+    item_type=HostName(),
+    default=[],
+    mutable=True,
+    help=_('Host names of every service that manages the conductor group '
+           'named by partition_key, including this service\'s own host. '
+           'Names are trimmed and compared ignoring case; duplicates are '
+           'collapsed. Peers that have not heartbeated within '
+           '[ironic_partition] service_down_time are left out of the ring '
+           'until they come back. Ignored when partition_key is unset. '
+           'A change takes effect on SIGHUP at the next refresh.'))
+
+opts = [partition_key, conductor_group, peer_list]

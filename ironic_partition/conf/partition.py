@@ -1,0 +1,98 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Options of the plugin's own ``[ironic_partition]`` group."""
+
+from oslo_config import cfg
+
+from ironic_partition._i18n import _
+
+GROUP = 'ironic_partition'
+
+opts = [
+    cfg.StrOpt(
+        'host',
+        help=_('Name this service registers with, heartbeats as and is '
+               'known by in peer_list and on the hash ring. Defaults to '
+               '[DEFAULT] host where that option exists (nova-compute), '
+               'else to this machine\'s host name. Compared ignoring '
+               'case.')),
+    cfg.StrOpt(
+        'state_path',
+        default='/var/lib/ironic-partition',
+        help=_('Directory for local state, such as the embedded SQLite '
+               'membership database used when '
+               '[ironic_partition_database] connection is not set.')),
+    cfg.StrOpt(
+        'membership_backend',
+        default='database',
+        help=_('Where live peers come from, by entry-point name in the '
+               'ironic_partition.membership namespace: "database" '
+               '(heartbeats in the [ironic_partition_database] database, '
+               'the default), "nova" (nova\'s own service group API, only '
+               'inside nova-compute) or "static" (peer_list as written, '
+               'with no liveness check).')),
+    cfg.StrOpt(
+        'ring_provider',
+        default='compute',
+        help=_('Which ring decides ownership, by entry-point name in the '
+               'ironic_partition.ring_providers namespace: "compute" '
+               '(the ring of live compute services, as nova builds it) or '
+               '"conductor" (Ironic\'s own conductor-group ring).')),
+    cfg.IntOpt(
+        'partition_exponent',
+        default=5,
+        min=0,
+        max=16,
+        help=_('Each ring member gets 2**partition_exponent partitions. '
+               'The default, 5, is what tooz, nova and Ironic use, so the '
+               'node-to-host mapping is the same as theirs and adopting '
+               'this plugin moves no node. Changing it moves nodes.')),
+    cfg.StrOpt(
+        'ring_mode',
+        default='tooz',
+        choices=[
+            ('tooz', _('Bit-identical with tooz.hashring.HashRing, as used '
+                       'by nova and Ironic. Adopting it moves no node.')),
+            ('balanced', _('A better-balanced ring (opt-in). Switching to '
+                           'it moves nodes: see "ironic-partition simulate" '
+                           'for exactly which.')),
+        ],
+        help=_('How keys are placed on the ring. All services of one '
+               'partition must use the same mode.')),
+    cfg.IntOpt(
+        'refresh_interval',
+        default=60,
+        min=1,
+        help=_('Seconds between two refreshes of the node list, the '
+               'membership and the ring in the partition agent. Inside '
+               'nova-compute the refresh runs with the resource tracker, '
+               'and the ring is rebuilt at most this often.')),
+    cfg.IntOpt(
+        'heartbeat_interval',
+        default=10,
+        min=1,
+        help=_('Seconds between two heartbeats of this service in the '
+               'membership database. Must be smaller than '
+               'service_down_time.')),
+    cfg.IntOpt(
+        'service_down_time',
+        default=60,
+        min=1,
+        help=_('Seconds after its last heartbeat (by the database server\'s '
+               'clock) after which a peer counts as dead and its '
+               'instance-less nodes are shared among the live peers. '
+               'Shorter means faster failover and more churn on a slow '
+               'database.')),
+]

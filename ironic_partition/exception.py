@@ -1,0 +1,83 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Every error ironic-partition raises.
+
+Each class carries a message template with ``%(name)s`` fields. Raise it with
+the fields as keyword arguments; the formatted message names the option or
+value at fault and what is allowed.
+"""
+
+from oslo_log import log as logging
+
+from ironic_partition._i18n import _
+
+LOG = logging.getLogger(__name__)
+
+
+class IronicPartitionException(Exception):
+    """Base class for every ironic-partition error.
+
+    Subclasses set ``msg_fmt``; the keyword arguments given to the
+    constructor fill it in and stay available as ``self.kwargs``.
+    """
+
+    msg_fmt = _("An unknown error occurred.")
+
+    def __init__(self, message=None, **kwargs):
+        self.kwargs = kwargs
+        if not message:
+            try:
+                message = self.msg_fmt % kwargs
+            except (KeyError, TypeError):
+                # NOTE(ironic-partition): a wrong set of fields is a bug in
+                # the caller, but it must never hide the original error.
+                LOG.exception('Exception in string format operation, '
+                              'kwargs: %s', kwargs)
+                message = self.msg_fmt
+        self.message = str(message)
+        super().__init__(self.message)
+
+
+class ConfigurationError(IronicPartitionException):
+    """A configuration value is missing or invalid."""
+
+    msg_fmt = _("Invalid value %(value)r for option [%(group)s] %(option)s: "
+                "%(reason)s")
+
+
+class InvalidPeerList(ConfigurationError):
+    """This service's host is not in ``[ironic] peer_list``."""
+
+    msg_fmt = _("[ironic] peer_list %(peer_list)s must contain this "
+                "service's own host %(host)r when [ironic] partition_key "
+                "(%(partition_key)r) is set. Add %(host)r to peer_list, or "
+                "set [ironic_partition] host to the name this service "
+                "registers with.")
+
+
+class ConflictingOptions(ConfigurationError):
+    """Two names for the same setting were given different values."""
+
+    msg_fmt = _("Options [%(group)s] %(option)s=%(value)r and "
+                "[%(group)s] %(other)s=%(other_value)r name the same "
+                "setting with different values; set only one of them.")
+
+
+class PluginLoadError(IronicPartitionException):
+    """A stevedore plugin could not be found or loaded."""
+
+    msg_fmt = _("Could not load %(kind)s %(name)r from namespace "
+                "%(namespace)s (set by %(option)s): %(reason)s. "
+                "Available: %(available)s.")

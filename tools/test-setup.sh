@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Copyright 2026 The ironic-partition Authors.
+# SPDX-License-Identifier: Apache-2.0
+#
+# Make sure the SQL servers the functional tests use are running, following
+# OpenStack's tools/test-setup.sh convention:
+#
+# * PostgreSQL on 127.0.0.1:5432, user postgres without a password;
+# * MariaDB on 127.0.0.1:3306, user root without a password.
+#
+# Where a server already answers, nothing is changed. Where it does not, it
+# is installed from Debian packages (root needed) and started, so that the
+# tests never skip silently for want of a server.
+set -euo pipefail
+
+port_open() {
+    python3 - "$1" <<'PY'
+import socket, sys
+s = socket.socket()
+s.settimeout(2)
+try:
+    s.connect(('127.0.0.1', int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+PY
+}
+
+wait_port() {
+    local port=$1 i
+    for i in $(seq 1 60); do
+        port_open "$port" && return 0
+        sleep 1
+    done
+    echo "nothing answers on 127.0.0.1:$port after 60 s" >&2
+    return 1
+}
+
+need_root() {
+    if [ "$(id -u)" != 0 ]; then
+        echo "$1 is not running on 127.0.0.1 and installing it needs root" >&2
+        exit 1
+    fi
+}
+
+apt_updated=
+apt_install() {
+    if [ -z "$apt_updated" ]; then
+        apt-get update -q
+        apt_updated=1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@"
+}
+
+if ! port_open 5432; then
+    need_root PostgreSQL
+    command -v pg_ctlcluster >/dev/null || apt_install postgresql
+    ver=$(ls /etc/postgresql | sort -V | tail -n 1)
+    hba=/etc/postgresql/$ver/main/pg_hba.conf
+    if ! grep -q '^host all all 127.0.0.1/32 trust' "$hba"; then
+        sed -i '1i host all all 127.0.0.1/32 trust' "$hba"
+        sed -i '1i host all all ::1/128 trust' "$hba"
+    fi
+    pg_ctlcluster --skip-systemctl-redirect "$ver" main start || \
+        pg_ctlcluster --skip-systemctl-redirect "$ver" main restart
+    wait_port 5432
+fi
+
+if ! port_open 3306; then
+    need_root MariaDB
+    command -v mariadbd >/dev/null || apt_install mariadb-server
+    mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld
+    start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+    wait_port 3306
+    # Debian's root logs in through the unix socket only; let the tests in
+    # over TCP without a password, as on the CI machines.
+    mariadb -uroot -e "ALTER USER root@localhost IDENTIFIED VIA \
+        mysql_native_password USING PASSWORD('') OR unix_socket; \
+        FLUSH PRIVILEGES;"
+fi
+
+echo "PostgreSQL 127.0.0.1:5432 and MariaDB 127.0.0.1:3306 are up."
