@@ -72,10 +72,11 @@ class TestListOpts(base.TestCase):
         with open(out) as f:
             text = f.read()
         ironic_section = text.split('[ironic]')[1].split('\n[')[0]
+        blocks = ironic_section.split('\n\n')
         for name in ('partition_key', 'peer_list'):
-            block = ironic_section.split('#%s = ' % name)[0]
-            block = block.rsplit('\n\n', 1)[-1]
-            self.assertIn('changed without restarting', block, name)
+            block = [b for b in blocks if '\n#%s =' % name in b]
+            self.assertEqual(1, len(block), name)
+            self.assertIn('changed without restarting', block[0], name)
 
 
 class TestPartitionKey(base.TestCase):
