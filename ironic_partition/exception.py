@@ -81,3 +81,15 @@ class PluginLoadError(IronicPartitionException):
     msg_fmt = _("Could not load %(kind)s %(name)r from namespace "
                 "%(namespace)s (set by %(option)s): %(reason)s. "
                 "Available: %(available)s.")
+
+
+class IronicUnavailable(IronicPartitionException):
+    """Ironic could not be reached, or failed to answer."""
+
+    msg_fmt = _("Ironic at %(endpoint)s is unavailable: %(reason)s")
+
+
+class IronicRequestError(IronicPartitionException):
+    """Ironic refused a request as invalid."""
+
+    msg_fmt = _("Ironic refused GET %(path)s with %(params)s: %(reason)s")

@@ -25,6 +25,7 @@ import socket
 from ironic_partition.conf import ironic
 from ironic_partition.conf import partition
 from ironic_partition import exception
+from ironic_partition import ironic as ironic_client
 
 #: What :func:`get_settings` returns.
 #:
@@ -60,12 +61,14 @@ def register_opts(conf):
 
     Safe to call more than once. When nova's ``[ironic]`` options are
     already registered, they are left as they are and read instead of ours,
-    so no ``DuplicateOptError`` is raised.
+    so no ``DuplicateOptError`` is raised. keystoneauth's options for
+    reaching Ironic are registered in ``[ironic]`` likewise.
 
     :param conf: an oslo.config ``ConfigOpts``.
     """
     if not nova_owns_ironic_opts(conf):
         conf.register_opts(ironic.opts, group=ironic.GROUP)
+    ironic_client.register_opts(conf)
     conf.register_opts(partition.opts, group=partition.GROUP)
 
 

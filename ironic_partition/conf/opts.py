@@ -22,6 +22,7 @@ import copy
 
 from ironic_partition.conf import ironic
 from ironic_partition.conf import partition
+from ironic_partition import ironic as ironic_client
 
 
 def list_opts():
@@ -30,6 +31,7 @@ def list_opts():
     :returns: a list of ``(group name, [options])`` tuples.
     """
     return [
-        (ironic.GROUP, copy.deepcopy(ironic.opts)),
+        (ironic.GROUP, copy.deepcopy(ironic.opts)
+         + ironic_client.list_opts()),
         (partition.GROUP, copy.deepcopy(partition.opts)),
     ]
