@@ -93,3 +93,54 @@ class IronicRequestError(IronicPartitionException):
     """Ironic refused a request as invalid."""
 
     msg_fmt = _("Ironic refused GET %(path)s with %(params)s: %(reason)s")
+
+
+# Hash ring errors. Mapping to tooz.hashring.HashRing's: an unknown hash
+# function raises ValueError there (UnknownHashFunction is one), removing a
+# non-member raises UnknownNode (UnknownRingMember is a LookupError with
+# the same .node attribute), and tooz accepts an empty member name
+# (InvalidRingMember, a ValueError, here).
+
+
+class HashRingError(IronicPartitionException):
+    """Base class for hash ring errors."""
+
+    msg_fmt = _("Hash ring error: %(reason)s")
+
+
+class UnknownHashFunction(HashRingError, ValueError):
+    """The hash function is not provided by hashlib or is unsuitable."""
+
+    msg_fmt = _("Hash function %(name)r is not supported: %(reason)s. "
+                "Supported are: %(supported)s.")
+
+
+class InvalidRingMember(HashRingError, ValueError):
+    """A ring member name is empty, of the wrong type or a duplicate."""
+
+    msg_fmt = _("Invalid hash ring member %(member)r: %(reason)s.")
+
+
+class UnknownRingMember(HashRingError, LookupError):
+    """A member to remove is not in the ring (tooz: ``UnknownNode``)."""
+
+    msg_fmt = _("Unknown hash ring member %(member)r.")
+
+    @property
+    def node(self):
+        """The unknown member, under the attribute name tooz uses."""
+        return self.kwargs.get('member')
+
+
+class RingProviderError(HashRingError):
+    """A ring provider could not produce a ring."""
+
+    msg_fmt = _("Ring provider %(provider)s failed: %(reason)s")
+
+
+class UnknownRingKey(RingProviderError, LookupError):
+    """No ring exists for a conductor group and hardware type."""
+
+    msg_fmt = _("No alive conductor serves hardware type %(driver)r in "
+                "conductor group %(group)r (ring key %(key)r). Known ring "
+                "keys: %(known)s.")

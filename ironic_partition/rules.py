@@ -47,18 +47,25 @@ Ownership = collections.namedtuple(
 
 
 def ring_owners(ring, node_ids):
-    """Map node UUIDs to their ring owners.
+    """Map node UUIDs to their ring owner.
 
-    Uses the ring's bulk lookup where it has one.
+    Uses the ring's bulk lookup (``map_keys``) where it has one; the key
+    of a node is its UUID encoded as UTF-8, as in nova.
 
     :param ring: a hash ring with ``get_nodes(bytes)``.
     :param node_ids: node UUID strings.
-    :returns: a dict of UUID to the set of member names owning it.
+    :returns: a dict of UUID to the member owning it (``None`` on an
+        empty ring).
     """
-    bulk = getattr(ring, 'get_nodes_bulk', None)
+    bulk = getattr(ring, 'map_keys', None)
     if bulk is not None:
-        return bulk(node_ids)
-    return {uuid: ring.get_nodes(uuid.encode('utf-8')) for uuid in node_ids}
+        owners = bulk(node_ids)
+        return {uuid: owners.get(uuid) for uuid in node_ids}
+    result = {}
+    for uuid in node_ids:
+        members = ring.get_nodes(uuid.encode('utf-8'))
+        result[uuid] = next(iter(members), None)
+    return result
 
 
 def partition(nodes, ring, host, my_instances, instance_hosts=None):
@@ -87,7 +94,7 @@ def partition(nodes, ring, host, my_instances, instance_hosts=None):
         else:
             foreign.append((uuid, instance))
     owners = ring_owners(ring, free)
-    by_ring = [uuid for uuid in free if host in owners[uuid]]
+    by_ring = [uuid for uuid in free if owners[uuid] == host]
     members = frozenset(getattr(ring, 'nodes', ()))
     stranded = []
     if instance_hosts:

@@ -17,6 +17,7 @@ import uuid
 import testscenarios
 import tooz.hashring
 
+from ironic_partition import hash_ring
 from ironic_partition import rules
 from ironic_partition.tests import base
 
@@ -38,7 +39,8 @@ def _nodes(n, instances=None):
 
 class TestPartition(testscenarios.WithScenarios, base.TestCase):
 
-    scenarios = [('tooz', {'ring_class': tooz.hashring.HashRing})]
+    scenarios = [('tooz', {'ring_class': tooz.hashring.HashRing}),
+                 ('ours', {'ring_class': hash_ring.HashRing})]
 
     def test_three_hosts_split_disjoint_and_complete(self):
         hosts = ['cn1', 'cn2', 'cn3']

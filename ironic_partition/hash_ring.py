@@ -1,0 +1,827 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Consistent hash rings: a fast drop-in for tooz's, and a balanced mode.
+
+:class:`HashRing` gives, for every input, the same answer as
+:class:`tooz.hashring.HashRing` (which Ironic uses to map nodes to
+conductors, and which this project uses to map nodes to nova-compute
+services), only faster:
+
+* Every member ``m`` (encoded to UTF-8 bytes ``b`` when it is a ``str``) owns
+  ``partitions * weight`` points on a ring of hash values. Point ``r`` (counted
+  from 0) is the digest of ``b`` repeated ``r + 2`` times, which is what an
+  incremental hash object fed ``b`` once and then once more per point yields.
+  A digest is read as a big-endian unsigned integer.
+* A key is hashed the same way (its digest) and belongs to the first point
+  strictly greater than its digest, wrapping around to the lowest point.
+* With ``replicas`` > 1 or ``ignore_nodes``, the ring is walked clockwise from
+  that point, collecting members that are not ignored until ``replicas``
+  distinct members are found (capped at the number of members not ignored).
+
+Digests of one algorithm all have the same length, so comparing the digest
+bytes orders them exactly like the integers: the ring is kept as a sorted list
+of digest bytes, and a lookup is one C-level ``bisect`` with no integer
+conversion. :meth:`HashRing.map_keys` maps many keys at once and adds a
+prefix table that skips most of the binary search.
+
+:class:`BalancedHashRing` is the opt-in balanced mode: consistent hashing with
+bounded loads, computed for a whole key set at once so that every service
+computing it from the same members and keys gets the same mapping.
+"""
+
+import bisect
+import collections
+import hashlib
+import heapq
+import math
+
+from oslo_log import log as logging
+
+from ironic_partition._i18n import _
+from ironic_partition import exception
+
+LOG = logging.getLogger(__name__)
+
+DEFAULT_PARTITION_NUMBER = 2 ** 5
+"""Points per member and unit of weight (tooz's and Ironic's default)."""
+
+DEFAULT_HASH_FUNCTION = 'md5'
+"""Hash function (tooz's and Ironic's default)."""
+
+BALANCED_PARTITION_NUMBER = 2 ** 10
+"""Default points per member in the balanced mode.
+
+More points even out the members' first-choice shares, so fewer keys overflow
+and fewer keys move when a member leaves or joins.
+"""
+
+DEFAULT_LOAD_FACTOR = 1.05
+"""Largest load of a balanced-ring member relative to its fair share."""
+
+_PREFIX_MIN_BITS = 8
+_PREFIX_MAX_BITS = 16
+# NOTE: below this many keys map_keys() does not build the prefix table.
+_PREFIX_TABLE_MIN_KEYS = 2048
+
+
+def _hasher(name):
+    """Return a function hashing bytes into a hash object.
+
+    :param name: a hashlib algorithm name, as tooz accepts it.
+    :returns: a callable taking bytes and returning a hashlib object.
+    :raises: UnknownHashFunction if hashlib does not provide ``name`` or its
+        digests have no fixed length.
+    """
+    supported = ', '.join(sorted(hashlib.algorithms_available))
+    if not isinstance(name, str) or name not in hashlib.algorithms_available:
+        raise exception.UnknownHashFunction(
+            name=name, supported=supported,
+            reason=_('not provided by hashlib on this system'))
+    if name == 'md5':
+        md5 = hashlib.md5
+
+        def new(data=b''):
+            return md5(data, usedforsecurity=False)
+    else:
+        def new(data=b''):
+            return hashlib.new(name, data)
+    try:
+        new(b'').digest()
+    except TypeError:
+        # NOTE: shake_* need a length: tooz fails on them when adding nodes.
+        raise exception.UnknownHashFunction(
+            name=name, supported=supported,
+            reason=_('its digests have no fixed length'))
+    return new
+
+
+def _member_bytes(member):
+    """Return the bytes a member name is hashed from.
+
+    :param member: a member name, ``str`` or ``bytes``.
+    :returns: the UTF-8 encoding of a ``str``, or the ``bytes`` unchanged.
+    :raises: InvalidRingMember for an empty name or another type.
+    """
+    if isinstance(member, bytes):
+        raw = member
+    elif isinstance(member, str):
+        raw = member.encode('utf-8')
+    else:
+        raise exception.InvalidRingMember(
+            member=member, reason=_('a member name must be str or bytes'))
+    if not raw:
+        raise exception.InvalidRingMember(
+            member=member, reason=_('a member name must not be empty'))
+    return raw
+
+
+def _key_bytes(key):
+    """Return the bytes a key is hashed from.
+
+    :param key: bytes, or a ``str`` which is encoded as UTF-8.
+    :returns: bytes.
+    """
+    if isinstance(key, str):
+        return key.encode('utf-8')
+    return key
+
+
+class HashRing(object):
+    """Map keys onto members by consistent hashing, exactly like tooz.
+
+    Drop-in for :class:`tooz.hashring.HashRing`: same constructor, methods,
+    ``nodes`` attribute and ``len()``, and the same result for every lookup.
+    Differences, all in cases where tooz misbehaves:
+
+    * an unknown hash function raises :class:`UnknownHashFunction` (a
+      ``ValueError``, as in tooz); so does a variable-length one (``shake_*``)
+      which tooz accepts but then fails on;
+    * an empty member name raises :class:`InvalidRingMember` (tooz accepts it
+      and stacks all its points on one spot); so does a ``bytes`` member equal
+      to the UTF-8 encoding of a ``str`` member (tooz lets one silently take
+      over the other's points and may then loop forever);
+    * removing an unknown member raises :class:`UnknownRingMember` (a
+      ``LookupError``; tooz raises ``tooz.hashring.UnknownNode``);
+    * a walk never laps the ring more than once (tooz loops forever when a
+      member owns no point, e.g. has weight 0, and more replicas are asked
+      than the members owning points);
+    * :meth:`remove_node` removes every point of the member; tooz leaves
+      behind the extra points of a member re-added with a lower weight;
+    * a ``str`` key is accepted and hashed as its UTF-8 encoding (tooz raises
+      ``TypeError``).
+
+    Not thread-safe for concurrent changes; concurrent lookups are safe.
+
+    :param nodes: iterable of member names (``str`` or ``bytes``), each added
+        with weight 1 (a mapping passes its keys, as in tooz).
+    :param partitions: points per member and unit of weight.
+    :param hash_function: name of a hashlib algorithm.
+    :param weights: optional mapping of member name to integer weight, added
+        after ``nodes`` (an extension; tooz only takes weights in
+        :meth:`add_node`).
+    :raises: UnknownHashFunction, InvalidRingMember.
+    """
+
+    DEFAULT_PARTITION_NUMBER = DEFAULT_PARTITION_NUMBER
+    DEFAULT_HASH_FUNCTION = DEFAULT_HASH_FUNCTION
+
+    def __init__(self, nodes=(), partitions=DEFAULT_PARTITION_NUMBER,
+                 hash_function=DEFAULT_HASH_FUNCTION, weights=None):
+        self._new_hash = _hasher(hash_function)
+        self._md5 = hash_function == 'md5'
+        self._hash_function = hash_function
+        self._partition_number = partitions
+        self.nodes = {}
+        # NOTE: number of points each member owns; equals partitions * weight
+        # except after a member is re-added with a lower weight (see tooz).
+        self._points = {}
+        self._raw = {}
+        self._positions = []
+        # NOTE: owner of each position, plus the owner of the first position
+        # appended once more, so that bisect's result len(positions) wraps.
+        self._owners = []
+        self._prefix = None
+        self.add_nodes(set(nodes))
+        if weights:
+            for node, weight in weights.items():
+                self.add_node(node, weight)
+
+    @property
+    def partitions(self):
+        """Points per member and unit of weight.
+
+        :returns: an integer.
+        """
+        return self._partition_number
+
+    @property
+    def hash_function(self):
+        """Name of the hash function.
+
+        :returns: a hashlib algorithm name.
+        """
+        return self._hash_function
+
+    def add_node(self, node, weight=1):
+        """Add a member to the ring.
+
+        :param node: member name, ``str`` or ``bytes``.
+        :param weight: integer; the member gets ``partitions * weight`` points
+            and so a share of keys proportional to its weight.
+        :raises: InvalidRingMember.
+        """
+        self.add_nodes((node,), weight)
+
+    def add_nodes(self, nodes, weight=1):
+        """Add members to the ring, all with the same weight.
+
+        Adding a member again with the same weight changes nothing; with a
+        higher weight it gains the extra points.
+
+        :param nodes: iterable of member names.
+        :param weight: integer weight of each member.
+        :raises: InvalidRingMember.
+        """
+        new_points = {}
+        for node in nodes:
+            raw = _member_bytes(node)
+            other = self._raw.get(raw)
+            if other is not None and other is not node and other != node:
+                raise exception.InvalidRingMember(
+                    member=node,
+                    reason=_('it hashes like member %r') % (other,))
+            count = self._partition_number * weight
+            have = self._points.get(node, 0)
+            if count > have:
+                digest = self._new_hash(raw)
+                update = digest.update
+                point = digest.digest
+                for _index in range(have):
+                    update(raw)
+                for _index in range(count - have):
+                    update(raw)
+                    new_points[point()] = node
+                self._points[node] = count
+            else:
+                self._points.setdefault(node, have)
+            self._raw[raw] = node
+            self.nodes[node] = weight
+        if new_points:
+            if self._positions:
+                points = dict(zip(self._positions, self._owners))
+                points.update(new_points)
+            else:
+                points = new_points
+            self._set_points(points)
+
+    def remove_node(self, node):
+        """Remove a member and all its points from the ring.
+
+        Only the keys the member owned move, each to the member owning the
+        next point clockwise.
+
+        :param node: member name.
+        :raises: UnknownRingMember if ``node`` is not a member.
+        """
+        try:
+            del self.nodes[node]
+        except (KeyError, TypeError):
+            raise exception.UnknownRingMember(member=node)
+        del self._points[node]
+        del self._raw[_member_bytes(node)]
+        keep = [(pos, owner) for pos, owner in
+                zip(self._positions, self._owners) if owner != node]
+        self._set_points(dict(keep))
+
+    def _set_points(self, points):
+        """Replace the ring's points.
+
+        :param points: dict mapping digest bytes to member.
+        """
+        positions = sorted(points)
+        owners = list(map(points.__getitem__, positions))
+        if owners:
+            owners.append(owners[0])
+        self._positions = positions
+        self._owners = owners
+        self._prefix = None
+
+    def _digest(self, data):
+        """Hash a key.
+
+        :param data: bytes, or ``str`` hashed as UTF-8.
+        :returns: digest bytes.
+        """
+        try:
+            return self._new_hash(data).digest()
+        except TypeError:
+            if isinstance(data, str):
+                return self._new_hash(data.encode('utf-8')).digest()
+            raise
+
+    def _index(self, data):
+        """Return the index of the first point after a key's hash.
+
+        :param data: key, bytes or str.
+        :returns: an index into the positions, 0 for an empty ring.
+        """
+        index = bisect.bisect_right(self._positions, self._digest(data))
+        return 0 if index >= len(self._positions) else index
+
+    def get_node(self, data):
+        """Return the one member a key maps to (``replicas=1``).
+
+        :param data: key, bytes or str.
+        :returns: the member, or None if the ring has no points.
+        """
+        owners = self._owners
+        if not owners:
+            return None
+        if self._md5:
+            try:
+                digest = hashlib.md5(data, usedforsecurity=False).digest()
+            except TypeError:
+                digest = self._digest(data)
+        else:
+            digest = self._digest(data)
+        return owners[bisect.bisect_right(self._positions, digest)]
+
+    def get_nodes(self, data, ignore_nodes=None, replicas=1):
+        """Return the set of members a key maps to.
+
+        :param data: key, bytes (or str, hashed as its UTF-8 encoding).
+        :param ignore_nodes: iterable of members to skip.
+        :param replicas: number of distinct members wanted; capped at the
+            number of members not ignored.
+        :returns: a set of up to ``replicas`` members; empty for an empty ring
+            or ``replicas`` < 1.
+        """
+        if replicas == 1 and not ignore_nodes:
+            # NOTE: hot path, inlined.
+            owners = self._owners
+            if not owners:
+                return set()
+            if self._md5:
+                try:
+                    digest = hashlib.md5(data,
+                                         usedforsecurity=False).digest()
+                except TypeError:
+                    digest = self._digest(data)
+            else:
+                digest = self._digest(data)
+            return {owners[bisect.bisect_right(self._positions, digest)]}
+        return self._walk(self._index(data), ignore_nodes, replicas)
+
+    def _walk(self, index, ignore_nodes, replicas):
+        """Collect distinct members walking clockwise from a point.
+
+        :param index: index of the first point.
+        :param ignore_nodes: iterable of members to skip, or None.
+        :param replicas: number of members wanted.
+        :returns: a set of members.
+        """
+        ignore = set(ignore_nodes) if ignore_nodes else set()
+        if ignore:
+            wanted = len(self.nodes) - sum(1 for n in ignore
+                                           if n in self.nodes)
+        else:
+            wanted = len(self.nodes)
+        wanted = min(replicas, wanted)
+        found = set()
+        owners = self._owners
+        total = len(self._positions)
+        for _step in range(total):
+            if len(found) >= wanted:
+                break
+            node = owners[index]
+            if node not in ignore:
+                found.add(node)
+            index += 1
+            if index >= total:
+                index = 0
+        return found
+
+    def _prefix_table(self):
+        """Build (once per ring) the table that shortcuts bulk lookups.
+
+        The table splits the hash space into ``2**bits`` buckets by the
+        leading bits of a digest. ``low[b]`` is the bisect index of the
+        smallest digest of bucket ``b``; ``direct[b]`` is the owner of every
+        digest in a bucket holding no point, None otherwise.
+
+        :returns: a tuple (shift, low, direct).
+        """
+        if self._prefix is not None:
+            return self._prefix
+        positions = self._positions
+        owners = self._owners
+        bits = min(_PREFIX_MAX_BITS,
+                   max(_PREFIX_MIN_BITS, len(positions).bit_length() + 1))
+        width = len(positions[0]) * 8
+        shift = width - bits
+        buckets = 1 << bits
+        low = [0] * (buckets + 1)
+        direct = [None] * buckets
+        index = 0
+        total = len(positions)
+        for bucket in range(buckets):
+            low[bucket] = index
+            end = index
+            while (end < total
+                   and int.from_bytes(positions[end], 'big') >> shift
+                   == bucket):
+                end += 1
+            if end == index:
+                direct[bucket] = owners[index]
+            index = end
+        low[buckets] = total
+        self._prefix = (shift, low, direct)
+        return self._prefix
+
+    def map_keys(self, keys):
+        """Map many keys at once (``replicas=1``).
+
+        Equivalent to ``{key: get_node(key) for key in keys}``, but faster
+        for large key sets.
+
+        :param keys: iterable of keys, bytes or str.
+        :returns: dict mapping each key to its member; empty for an empty
+            ring.
+        """
+        if not isinstance(keys, (list, tuple)):
+            keys = list(keys)
+        owners = self._owners
+        if not owners:
+            return {}
+        positions = self._positions
+        bisect_right = bisect.bisect_right
+        new = self._new_hash
+        digests = []
+        append = digests.append
+        if self._md5:
+            md5 = hashlib.md5
+            for key in keys:
+                try:
+                    append(md5(key, usedforsecurity=False).digest())
+                except TypeError:
+                    append(self._digest(key))
+        else:
+            for key in keys:
+                append(new(_key_bytes(key)).digest())
+        if len(keys) < _PREFIX_TABLE_MIN_KEYS:
+            return {key: owners[bisect_right(positions, digest)]
+                    for key, digest in zip(keys, digests)}
+        shift, low, direct = self._prefix_table()
+        result = {}
+        for key, digest in zip(keys, digests):
+            bucket = int.from_bytes(digest, 'big') >> shift
+            owner = direct[bucket]
+            if owner is None:
+                owner = owners[bisect_right(positions, digest, low[bucket],
+                                            low[bucket + 1])]
+            result[key] = owner
+        return result
+
+    def preference(self, data):
+        """Yield the distinct members in the order a key would use them.
+
+        The first is the member the key maps to, the next is where it goes
+        when the first is ignored, and so on.
+
+        :param data: key, bytes or str.
+        :returns: an iterator of members.
+        """
+        seen = set()
+        owners = self._owners
+        total = len(self._positions)
+        index = self._index(data)
+        for _step in range(total):
+            node = owners[index]
+            if node not in seen:
+                seen.add(node)
+                yield node
+            index = index + 1 if index + 1 < total else 0
+
+    def __getitem__(self, key):
+        """Return ``get_nodes(key)``, like tooz.
+
+        :param key: key, bytes or str.
+        :returns: a set of one member.
+        """
+        return self.get_nodes(key)
+
+    def __len__(self):
+        """Return the number of points on the ring, like tooz.
+
+        :returns: an integer.
+        """
+        return len(self._positions)
+
+    def __repr__(self):
+        return '<%s members=%d points=%d hash=%s>' % (
+            type(self).__name__, len(self.nodes), len(self._positions),
+            self._hash_function)
+
+
+class BalancedHashRing(HashRing):
+    """Consistent hashing with bounded loads over a known key set.
+
+    Each key ranks the members in its ring order (:meth:`preference`: the
+    member a plain :class:`HashRing` gives first, then the next distinct
+    member clockwise, and so on). Each member has a capacity of
+    ``floor(load_factor * len(keys) * weight / total_weight)`` keys (rounded
+    up instead when the floors would not hold every key). Keys are then
+    matched to members by deferred acceptance: keys ask members in their
+    order; a member holds the keys it prefers up to its capacity and turns
+    the others away. A member prefers keys that rank it higher (a key for
+    which it is the first choice over one for which it is the second), then
+    keys with the lower digest, then the lower key bytes.
+
+    The result is the key-optimal stable matching, which depends only on the
+    members, their weights, ``partitions``, ``hash_function``,
+    ``load_factor`` and the *set* of keys, never on the order keys are given
+    or processed in. So every service computing it from the same inputs gets
+    the same mapping, but **all of them must use the same full key set**: a
+    service that sees a different set of keys may map some keys differently.
+
+    Keys that fit below their first choice's capacity stay where
+    :class:`HashRing` puts them; only the overflow of overloaded members
+    moves, each key to the nearest member clockwise with room.
+
+    Keys outside the key set are mapped by the plain ring.
+
+    :param nodes: iterable of member names.
+    :param keys: iterable of the keys to balance (bytes or str).
+    :param partitions: points per member and unit of weight.
+    :param hash_function: name of a hashlib algorithm.
+    :param weights: optional mapping of member name to integer weight.
+    :param load_factor: largest load of a member relative to its fair
+        share, a number >= 1.
+    :raises: UnknownHashFunction, InvalidRingMember, ValueError for a
+        ``load_factor`` below 1.
+    """
+
+    def __init__(self, nodes=(), keys=(),
+                 partitions=BALANCED_PARTITION_NUMBER,
+                 hash_function=DEFAULT_HASH_FUNCTION, weights=None,
+                 load_factor=DEFAULT_LOAD_FACTOR):
+        if not load_factor >= 1:
+            raise ValueError(_('load_factor must be >= 1, got %r')
+                             % (load_factor,))
+        self._load_factor = load_factor
+        self._keys = list(dict.fromkeys(keys))
+        self._assignment = None
+        super(BalancedHashRing, self).__init__(
+            nodes, partitions=partitions, hash_function=hash_function,
+            weights=weights)
+
+    @property
+    def load_factor(self):
+        """Largest member load relative to its fair share.
+
+        :returns: a number >= 1.
+        """
+        return self._load_factor
+
+    @property
+    def keys(self):
+        """The key set the ring balances.
+
+        :returns: a list of distinct keys.
+        """
+        return list(self._keys)
+
+    def set_keys(self, keys):
+        """Replace the key set; the assignment is recomputed on next use.
+
+        :param keys: iterable of keys, bytes or str.
+        """
+        self._keys = list(dict.fromkeys(keys))
+        self._assignment = None
+
+    def _set_points(self, points):
+        super(BalancedHashRing, self)._set_points(points)
+        self._assignment = None
+
+    def remove_node(self, node):
+        """Remove a member; the assignment is recomputed on next use.
+
+        :param node: member name.
+        :raises: UnknownRingMember if ``node`` is not a member.
+        """
+        super(BalancedHashRing, self).remove_node(node)
+        self._assignment = None
+
+    def add_nodes(self, nodes, weight=1):
+        """Add members; the assignment is recomputed on next use.
+
+        :param nodes: iterable of member names.
+        :param weight: integer weight of each member.
+        :raises: InvalidRingMember.
+        """
+        super(BalancedHashRing, self).add_nodes(nodes, weight)
+        self._assignment = None
+
+    def capacities(self):
+        """Return the capacity of each member for the current key set.
+
+        :returns: dict mapping member to the number of keys it may hold.
+        """
+        count = len(self._keys)
+        owning = {node: weight for node, weight in self.nodes.items()
+                  if weight > 0 and self._points.get(node)}
+        total = sum(owning.values())
+        if not total:
+            return {}
+        caps = {node: max(int(self._load_factor * count * weight // total),
+                          -(-count * weight // total))
+                for node, weight in owning.items()}
+        if sum(caps.values()) < count:
+            caps = {node: math.ceil(self._load_factor * count * weight
+                                    / total)
+                    for node, weight in owning.items()}
+        return caps
+
+    def assignment(self):
+        """Return the balanced mapping of the whole key set.
+
+        :returns: dict mapping each key to its member (a copy is not made:
+            do not modify it).
+        """
+        if self._assignment is None:
+            self._assignment = self._assign()
+        return self._assignment
+
+    def _assign(self):
+        """Run deferred acceptance over the key set.
+
+        :returns: dict mapping each key to its member.
+        """
+        keys = self._keys
+        owners = self._owners
+        if not keys or not owners:
+            return {}
+        positions = self._positions
+        total = len(positions)
+        caps = self.capacities()
+        digests = [self._digest(key) for key in keys]
+        # NOTE: index of the point each key looks at next, per key index.
+        cursor = [0] * len(keys)
+        rank = [0] * len(keys)
+        # NOTE: members each key already asked, only for keys turned away.
+        asked = {}
+        # NOTE: per member, a heap of held keys, worst on top:
+        # (-rank, -digest as int, inverted key bytes, key index).
+        held = collections.defaultdict(list)
+        bisect_right = bisect.bisect_right
+        pending = list(range(len(keys)))
+        pending.reverse()
+        while pending:
+            k = pending.pop()
+            if k in asked:
+                seen = asked[k]
+                index = cursor[k]
+                for _step in range(total):
+                    index = index + 1 if index + 1 < total else 0
+                    if owners[index] not in seen:
+                        break
+                else:
+                    LOG.warning('Balanced ring: key %r fits no member',
+                                keys[k])
+                    continue
+                cursor[k] = index
+                rank[k] = len(seen)
+            else:
+                index = bisect_right(positions, digests[k])
+                if index >= total:
+                    index = 0
+                cursor[k] = index
+            node = owners[index]
+            heap = held[node]
+            entry = (-rank[k], -int.from_bytes(digests[k], 'big'),
+                     _invert(_key_bytes(keys[k])), k)
+            if len(heap) < caps[node]:
+                heapq.heappush(heap, entry)
+                continue
+            if heap and entry > heap[0]:
+                entry = heapq.heapreplace(heap, entry)
+            loser = entry[3]
+            asked.setdefault(loser, set()).add(owners[cursor[loser]])
+            pending.append(loser)
+        result = {}
+        for node, heap in held.items():
+            for entry in heap:
+                result[keys[entry[3]]] = node
+        return result
+
+    def get_node(self, data):
+        """Return the member a key maps to.
+
+        :param data: key, bytes or str.
+        :returns: the member; keys outside the key set map as in
+            :class:`HashRing`.
+        """
+        node = self.assignment().get(data)
+        if node is None:
+            return super(BalancedHashRing, self).get_node(data)
+        return node
+
+    def get_nodes(self, data, ignore_nodes=None, replicas=1):
+        """Return the set of members a key maps to.
+
+        The first member is the balanced one; further replicas are the next
+        distinct members in the key's ring order.
+
+        :param data: key, bytes or str.
+        :param ignore_nodes: iterable of members to skip.
+        :param replicas: number of distinct members wanted.
+        :returns: a set of members.
+        """
+        node = self.assignment().get(data)
+        ignore = set(ignore_nodes) if ignore_nodes else set()
+        if node is None or node in ignore or replicas < 1:
+            return super(BalancedHashRing, self).get_nodes(
+                data, ignore_nodes=ignore_nodes, replicas=replicas)
+        found = {node}
+        if replicas > 1:
+            for other in self.preference(data):
+                if len(found) >= replicas:
+                    break
+                if other not in ignore:
+                    found.add(other)
+        return found
+
+    def map_keys(self, keys):
+        """Map many keys at once.
+
+        :param keys: iterable of keys, bytes or str.
+        :returns: dict mapping each key to its member.
+        """
+        if not isinstance(keys, (list, tuple)):
+            keys = list(keys)
+        assignment = self.assignment()
+        result = {}
+        missing = []
+        for key in keys:
+            node = assignment.get(key)
+            if node is None:
+                missing.append(key)
+            else:
+                result[key] = node
+        if missing:
+            result.update(super(BalancedHashRing, self).map_keys(missing))
+        return result
+
+
+_INVERT = bytes(range(255, -1, -1))
+
+
+def _invert(raw):
+    """Return bytes that order in reverse of ``raw``.
+
+    Inverting every byte reverses the order of keys of the same length;
+    the trailing 0xff byte puts a key after its own extensions, as a
+    reverse order must.
+
+    :param raw: bytes.
+    :returns: bytes.
+    """
+    return raw.translate(_INVERT) + b'\xff'
+
+
+def diff(keys, ring_a, ring_b):
+    """Compute exactly which keys move between two rings.
+
+    Either ring may be a :class:`HashRing`, a :class:`BalancedHashRing` or
+    anything with a ``map_keys(keys) -> dict`` method.
+
+    :param keys: iterable of keys, bytes or str.
+    :param ring_a: the ring before.
+    :param ring_b: the ring after.
+    :returns: dict mapping each key whose member differs to a tuple
+        ``(member in ring_a, member in ring_b)``; a member is None when a
+        ring has none for the key.
+    """
+    keys = list(keys)
+    before = ring_a.map_keys(keys)
+    after = ring_b.map_keys(keys)
+    moved = {}
+    for key in keys:
+        old = before.get(key)
+        new = after.get(key)
+        if old != new:
+            moved[key] = (old, new)
+    return moved
+
+
+def make_ring(nodes=(), mode='tooz', keys=None, **kwargs):
+    """Build a ring in the given mode.
+
+    :param nodes: iterable of member names.
+    :param mode: ``'tooz'`` for :class:`HashRing` (tooz-identical) or
+        ``'balanced'`` for :class:`BalancedHashRing`.
+    :param keys: the key set, required for ``'balanced'``.
+    :param kwargs: passed to the ring class.
+    :returns: a ring.
+    :raises: ValueError for an unknown mode or missing keys.
+    """
+    if mode == 'tooz':
+        return HashRing(nodes, **kwargs)
+    if mode == 'balanced':
+        if keys is None:
+            raise ValueError(_('the balanced mode needs the key set'))
+        return BalancedHashRing(nodes, keys, **kwargs)
+    raise ValueError(_("unknown ring mode %(mode)r, expected 'tooz' or "
+                       "'balanced'") % {'mode': mode})
