@@ -95,6 +95,66 @@ class IronicRequestError(IronicPartitionException):
     msg_fmt = _("Ironic refused GET %(path)s with %(params)s: %(reason)s")
 
 
+class MembershipError(IronicPartitionException):
+    """Base class of the membership errors."""
+
+    msg_fmt = _("Membership error: %(reason)s")
+
+
+class MembershipBackendLoadError(PluginLoadError, MembershipError):
+    """``[ironic_partition] membership_backend`` could not be loaded."""
+
+    msg_fmt = _("Could not load membership backend %(name)r set by "
+                "[ironic_partition] membership_backend: %(reason)s. "
+                "Allowed values: %(allowed)s.")
+
+
+class InvalidRole(MembershipError):
+    """A service registered with a role that does not exist."""
+
+    msg_fmt = _("Invalid service role %(role)r; allowed roles: "
+                "%(allowed)s.")
+
+
+class BackendNotSupported(MembershipError):
+    """A backend was used where it cannot work."""
+
+    msg_fmt = _("Membership backend %(backend)r cannot be used here: "
+                "%(reason)s")
+
+
+class DatabaseConnectionFailed(MembershipError):
+    """The membership database cannot be reached."""
+
+    msg_fmt = _("Cannot connect to the membership database %(connection)s "
+                "(set by [ironic_partition_database] connection): "
+                "%(reason)s")
+
+
+class DatabaseNotMigrated(MembershipError):
+    """The membership database schema is missing or too old."""
+
+    msg_fmt = _("The membership database %(connection)s is at schema "
+                "revision %(current)s but this code needs %(expected)s. "
+                "Run \"ironic-partition-dbsync upgrade\" (with the same "
+                "configuration files) first.")
+
+
+class DatabaseTooNew(MembershipError):
+    """The membership database schema is newer than this code."""
+
+    msg_fmt = _("The membership database %(connection)s is at schema "
+                "revision %(current)s, which this code does not know (its "
+                "newest is %(expected)s). Upgrade ironic-partition on this "
+                "host.")
+
+
+class MembershipUnavailable(MembershipError):
+    """No membership is known: the backend never reached its source."""
+
+    msg_fmt = _("No membership is known for role %(role)s: %(reason)s")
+
+
 # Hash ring errors. Mapping to tooz.hashring.HashRing's: an unknown hash
 # function raises ValueError there (UnknownHashFunction is one), removing a
 # non-member raises UnknownNode (UnknownRingMember is a LookupError with

@@ -22,6 +22,7 @@ at the moment of use, normalised and validated.
 import collections
 import socket
 
+from ironic_partition.conf import database
 from ironic_partition.conf import ironic
 from ironic_partition.conf import partition
 from ironic_partition import exception
@@ -70,6 +71,7 @@ def register_opts(conf):
         conf.register_opts(ironic.opts, group=ironic.GROUP)
     ironic_client.register_opts(conf)
     conf.register_opts(partition.opts, group=partition.GROUP)
+    database.register_opts(conf)
 
 
 def get_host(conf):

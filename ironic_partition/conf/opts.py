@@ -20,6 +20,7 @@ Registered as the ``ironic_partition`` entry point of the
 
 import copy
 
+from ironic_partition.conf import database
 from ironic_partition.conf import ironic
 from ironic_partition.conf import partition
 from ironic_partition import ironic as ironic_client
@@ -34,4 +35,4 @@ def list_opts():
         (ironic.GROUP, copy.deepcopy(ironic.opts)
          + ironic_client.list_opts()),
         (partition.GROUP, copy.deepcopy(partition.opts)),
-    ]
+    ] + database.list_opts()

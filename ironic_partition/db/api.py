@@ -1,0 +1,350 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Queries on the membership database.
+
+Every statement runs in its own short transaction and takes no read
+locks, which keeps heartbeats deadlock-free on MariaDB (Galera included):
+
+* a heartbeat is an ``UPDATE`` of its own row by its unique key; only when
+  no row matched does it ``INSERT`` in a *separate* transaction, and if
+  another writer inserted the same row first (``DBDuplicateEntry``) it
+  goes back to the ``UPDATE``. No ``SELECT ... FOR UPDATE``, so no gap
+  locks are held between statements;
+* deadlocks reported by the server anyway (Galera certification failures
+  are reported as deadlocks) are retried by oslo.db's ``wrap_db_retry``.
+
+All times come from the database server's clock (``models.utcnow``), and
+liveness is decided in SQL on the server, so clocks of the hosts play no
+part.
+"""
+
+import collections
+import datetime
+import os
+import threading
+
+from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import engines
+from oslo_log import log as logging
+import sqlalchemy as sa
+from sqlalchemy.engine import url as sa_url
+
+from ironic_partition.db import migration
+from ironic_partition.db import models
+
+LOG = logging.getLogger(__name__)
+
+#: How often a heartbeat retries after a deadlock or a lost insert race.
+MAX_RETRIES = 10
+
+#: One row of the services table, with liveness evaluated on the server.
+ServiceRecord = collections.namedtuple(
+    'ServiceRecord',
+    ['host', 'role', 'partition_key', 'version', 'created_at', 'last_seen',
+     'down', 'alive'])
+
+#: The services of one role and the server's clock when they were read.
+Snapshot = collections.namedtuple('Snapshot', ['as_of', 'services'])
+
+
+def mask_url(connection):
+    """Return a connection URL with its password hidden.
+
+    :param connection: a SQLAlchemy URL string.
+    :returns: the URL with the password replaced by ``***``.
+    """
+    try:
+        return sa_url.make_url(connection).render_as_string(
+            hide_password=True)
+    except Exception:
+        return '<unparsable connection URL>'
+
+
+def _engine_kwargs(group):
+    """Map the oslo.db options of a group to ``create_engine`` arguments.
+
+    :param group: the ``[ironic_partition_database]`` option group.
+    :returns: a dict of keyword arguments.
+    """
+    return {
+        'mysql_sql_mode': group.mysql_sql_mode,
+        'mysql_wsrep_sync_wait': group.mysql_wsrep_sync_wait,
+        'connection_recycle_time': group.connection_recycle_time,
+        'connection_debug': group.connection_debug,
+        'max_pool_size': group.max_pool_size,
+        'max_overflow': group.max_overflow,
+        'pool_timeout': group.pool_timeout,
+        'sqlite_synchronous': group.sqlite_synchronous,
+        'connection_trace': group.connection_trace,
+        'connection_parameters': group.connection_parameters,
+        # NOTE(ironic-partition): the connection is tested by Connection.
+        # check() instead, which gives our own error naming the option.
+        'max_retries': 0,
+        'retry_interval': group.retry_interval,
+    }
+
+
+def _ensure_sqlite_directory(url):
+    if url.get_backend_name() != 'sqlite':
+        return
+    path = url.database
+    if not path or path == ':memory:' or path.startswith('file:'):
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        LOG.info('Creating directory %s for the membership database',
+                 directory)
+        os.makedirs(directory, mode=0o750, exist_ok=True)
+
+
+def _utc(value):
+    """Attach UTC to a naive timestamp read back from the database.
+
+    :param value: a naive ``datetime`` (UTC by construction) or None.
+    :returns: an aware ``datetime`` or None.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.datetime.fromisoformat(value)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.timezone.utc)
+    return value
+
+
+class Connection:
+    """Access to one membership database.
+
+    :param connection: the SQLAlchemy URL.
+    :param engine_kwargs: extra ``oslo_db.sqlalchemy.engines.create_engine``
+        arguments.
+    """
+
+    def __init__(self, connection, **engine_kwargs):
+        self.connection = connection
+        self.masked_connection = mask_url(connection)
+        engine_kwargs.setdefault('mysql_sql_mode', 'TRADITIONAL')
+        self._engine_kwargs = engine_kwargs
+        self._engine = None
+        self._lock = threading.Lock()
+        #: Counters useful to tests and benchmarks.
+        self.stats = collections.Counter()
+
+    @classmethod
+    def from_conf(cls, conf, group='ironic_partition_database'):
+        """Build a connection from the ``[ironic_partition_database]`` opts.
+
+        :param conf: an ``oslo_config.cfg.ConfigOpts`` with the group
+            registered.
+        :param group: the option group name.
+        :returns: a :class:`Connection`.
+        """
+        opts = conf[group]
+        return cls(opts.connection, **_engine_kwargs(opts))
+
+    @property
+    def engine(self):
+        """The SQLAlchemy engine, created on first use.
+
+        :returns: a ``sqlalchemy.engine.Engine``.
+        """
+        with self._lock:
+            if self._engine is None:
+                url = sa_url.make_url(self.connection)
+                _ensure_sqlite_directory(url)
+                self._engine = engines.create_engine(
+                    self.connection, **self._engine_kwargs)
+            return self._engine
+
+    @property
+    def dialect(self):
+        """The name of the database dialect, e.g. ``postgresql``.
+
+        :returns: a string.
+        """
+        return sa_url.make_url(self.connection).get_backend_name()
+
+    def dispose(self):
+        """Close every pooled connection.
+
+        :returns: None
+        """
+        with self._lock:
+            if self._engine is not None:
+                self._engine.dispose()
+                self._engine = None
+
+    def check(self):
+        """Check that the server answers.
+
+        :raises: oslo_db.exception.DBError (DBConnectionError usually) when
+            it does not.
+        :returns: the server's current time, an aware UTC ``datetime``.
+        """
+        with self.engine.connect() as conn:
+            return _utc(conn.execute(sa.select(models.utcnow())).scalar())
+
+    def schema_revision(self):
+        """Return the schema revision of the database.
+
+        :returns: a revision id, or None when there is no schema.
+        """
+        return migration.current_revision(self.engine)
+
+    def upgrade(self, revision='head'):
+        """Upgrade the schema (idempotent).
+
+        :param revision: the target revision.
+        :returns: the revision the database is at afterwards.
+        """
+        return migration.upgrade(self.engine, revision)
+
+    def _write(self):
+        """Open a short write transaction.
+
+        On MariaDB/MySQL it runs at READ COMMITTED: an UPDATE that matches
+        no row then takes no gap lock, so racing first heartbeats cannot
+        deadlock with each other's INSERT.
+
+        :returns: a context manager yielding a connection.
+        """
+        engine = self.engine
+        if engine.dialect.name in ('mysql', 'mariadb'):
+            engine = engine.execution_options(
+                isolation_level='READ COMMITTED')
+        return engine.begin()
+
+    def _key(self, host, role):
+        table = models.Service.__table__
+        return sa.and_(table.c.host == host.lower(), table.c.role == role)
+
+    def _update(self, host, role, values):
+        table = models.Service.__table__
+        with self._write() as conn:
+            result = conn.execute(
+                sa.update(table).where(self._key(host, role)).values(
+                    **values))
+            return result.rowcount
+
+    @oslo_db_api.wrap_db_retry(max_retries=MAX_RETRIES, retry_interval=0.05,
+                               max_retry_interval=1,
+                               inc_retry_interval=True,
+                               retry_on_deadlock=True)
+    def _heartbeat(self, host, role, partition_key, version):
+        values = {'partition_key': partition_key, 'version': version,
+                  'down': False, 'last_seen': models.utcnow()}
+        if self._update(host, role, values):
+            return False
+        table = models.Service.__table__
+        try:
+            with self._write() as conn:
+                conn.execute(sa.insert(table).values(
+                    host=host.lower(), role=role,
+                    created_at=models.utcnow(), **values))
+            return True
+        except db_exc.DBDuplicateEntry:
+            # NOTE(ironic-partition): another writer (a restarted copy of
+            # this service, or a concurrent thread) inserted the row
+            # between our UPDATE and INSERT; update it instead.
+            self.stats['duplicate_retries'] += 1
+            if self._update(host, role, values):
+                return False
+            raise db_exc.RetryRequest(
+                db_exc.DBError('Service row %s/%s vanished during the '
+                               'heartbeat' % (host, role)))
+
+    def heartbeat(self, host, role, partition_key=None, version=None):
+        """Record that a service is alive, by the server's clock.
+
+        :param host: the service's host name (stored lower-cased).
+        :param role: one of :data:`models.ROLES`.
+        :param partition_key: the service's partition key; None (unset) and
+            ``''`` (the default group) are stored as different values.
+        :param version: the service's version string, or None.
+        :returns: True when the row was created, False when it existed.
+        """
+        if partition_key is not None:
+            partition_key = partition_key.lower()
+        created = self._heartbeat(host, role, partition_key, version)
+        self.stats['heartbeats'] += 1
+        return created
+
+    @oslo_db_api.wrap_db_retry(max_retries=MAX_RETRIES, retry_interval=0.05,
+                               max_retry_interval=1,
+                               inc_retry_interval=True,
+                               retry_on_deadlock=True)
+    def mark_down(self, host, role):
+        """Mark a service as down at once (graceful stop).
+
+        :param host: the service's host name.
+        :param role: the service's role.
+        :returns: True when a row was marked.
+        """
+        return bool(self._update(host, role, {'down': True}))
+
+    @oslo_db_api.wrap_db_retry(max_retries=MAX_RETRIES, retry_interval=0.05,
+                               max_retry_interval=1,
+                               inc_retry_interval=True,
+                               retry_on_deadlock=True)
+    def delete(self, host, role):
+        """Forget a service.
+
+        :param host: the service's host name.
+        :param role: the service's role.
+        :returns: True when a row was deleted.
+        """
+        table = models.Service.__table__
+        with self.engine.begin() as conn:
+            return bool(conn.execute(
+                sa.delete(table).where(self._key(host, role))).rowcount)
+
+    def services(self, role, service_down_time):
+        """Read every service of a role, with liveness decided in SQL.
+
+        A service is alive when it is not marked down and its last
+        heartbeat is no older than ``service_down_time`` seconds by the
+        server's clock.
+
+        :param role: the role to read.
+        :param service_down_time: seconds after which a silent service is
+            dead.
+        :returns: a :class:`Snapshot`.
+        """
+        table = models.Service.__table__
+        alive = sa.and_(
+            table.c.last_seen >= models.utc_ago(
+                sa.literal(int(service_down_time), sa.Integer)),
+            table.c.down == sa.false())
+        query = sa.select(
+            table.c.host, table.c.role, table.c.partition_key,
+            table.c.version, table.c.created_at, table.c.last_seen,
+            table.c.down,
+            sa.case((alive, sa.literal(1)), else_=sa.literal(0)),
+            models.utcnow(),
+        ).where(table.c.role == role).order_by(table.c.host)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+            if not rows:
+                now = conn.execute(sa.select(models.utcnow())).scalar()
+            else:
+                now = rows[0][-1]
+        services = tuple(
+            ServiceRecord(host=row[0], role=row[1], partition_key=row[2],
+                          version=row[3], created_at=_utc(row[4]),
+                          last_seen=_utc(row[5]), down=bool(row[6]),
+                          alive=bool(row[7]))
+            for row in rows)
+        return Snapshot(as_of=_utc(now), services=services)

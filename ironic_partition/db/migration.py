@@ -1,0 +1,172 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Schema migrations of the membership database, driven by alembic.
+
+The alembic scripts live in the package (``db/migrations``) and are found
+relative to it, so no alembic.ini is needed and the current directory does
+not matter. Upgrades are idempotent and serialised by a server-side lock on
+PostgreSQL and MariaDB/MySQL, so ``ironic-partition-dbsync upgrade`` can be
+run on several hosts at once and while services heartbeat.
+"""
+
+import contextlib
+import fcntl
+import os
+import threading
+
+from alembic import command as alembic_command
+from alembic import config as alembic_config
+from alembic import migration as alembic_migration
+from alembic import script as alembic_script
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from ironic_partition.db import models
+
+LOG = logging.getLogger(__name__)
+
+VERSION_TABLE = 'ironic_partition_alembic_version'
+_LOCK_NAME = 'ironic_partition_dbsync'
+# NOTE(ironic-partition): any constant will do for pg_advisory_lock; this
+# one spells "ipdbsync" in ASCII.
+_PG_LOCK_KEY = 0x6970646273796e63
+_MYSQL_LOCK_TIMEOUT = 300
+# NOTE(ironic-partition): alembic's command API works through module-level
+# proxies (alembic.context, alembic.op) and is not thread-safe.
+_ALEMBIC_LOCK = threading.Lock()
+
+
+def _script_location():
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        'migrations')
+
+
+def _alembic_config(connection=None):
+    config = alembic_config.Config()
+    config.set_main_option('script_location', _script_location())
+    if connection is not None:
+        config.attributes['connection'] = connection
+    return config
+
+
+def head_revision():
+    """Return the newest revision known to this code.
+
+    :returns: the revision id of the single head.
+    """
+    script = alembic_script.ScriptDirectory.from_config(_alembic_config())
+    return script.get_current_head()
+
+
+def known_revisions():
+    """Return every revision known to this code.
+
+    :returns: a set of revision ids.
+    """
+    script = alembic_script.ScriptDirectory.from_config(_alembic_config())
+    return {rev.revision for rev in script.walk_revisions()}
+
+
+def current_revision(engine):
+    """Return the schema revision stored in a database.
+
+    :param engine: a SQLAlchemy engine.
+    :returns: the revision id, or None when the schema was never created.
+    """
+    with engine.connect() as conn:
+        ctx = alembic_migration.MigrationContext.configure(
+            conn, opts={'version_table': VERSION_TABLE})
+        return ctx.get_current_revision()
+
+
+@contextlib.contextmanager
+def _upgrade_lock(conn):
+    dialect = conn.dialect.name
+    if dialect == 'postgresql':
+        conn.execute(sa.text('SELECT pg_advisory_lock(:key)'),
+                     {'key': _PG_LOCK_KEY})
+        conn.commit()
+        try:
+            yield
+        finally:
+            conn.rollback()
+            conn.execute(sa.text('SELECT pg_advisory_unlock(:key)'),
+                         {'key': _PG_LOCK_KEY})
+            conn.commit()
+    elif dialect in ('mysql', 'mariadb'):
+        got = conn.execute(sa.text('SELECT GET_LOCK(:name, :timeout)'),
+                           {'name': _LOCK_NAME,
+                            'timeout': _MYSQL_LOCK_TIMEOUT}).scalar()
+        conn.commit()
+        if got != 1:
+            raise RuntimeError('Timed out waiting for lock %s held by '
+                               'another ironic-partition-dbsync'
+                               % _LOCK_NAME)
+        try:
+            yield
+        finally:
+            conn.rollback()
+            conn.execute(sa.text('SELECT RELEASE_LOCK(:name)'),
+                         {'name': _LOCK_NAME})
+            conn.commit()
+    elif dialect == 'sqlite' and conn.engine.url.database not in (
+            None, '', ':memory:'):
+        # NOTE(ironic-partition): a file lock next to the database keeps
+        # two processes from creating the same tables at once.
+        path = os.path.abspath(conn.engine.url.database) + '.lock'
+        with open(path, 'a') as lock_file:
+            fcntl.flock(lock_file, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock_file, fcntl.LOCK_UN)
+    else:
+        yield
+
+
+def upgrade(engine, revision='head'):
+    """Upgrade the schema of a database; a no-op when it is current.
+
+    :param engine: a SQLAlchemy engine.
+    :param revision: the target revision, ``head`` by default.
+    :returns: the revision the database is at afterwards.
+    """
+    with _ALEMBIC_LOCK, engine.connect() as conn:
+        with _upgrade_lock(conn):
+            conn.commit()
+            before = alembic_migration.MigrationContext.configure(
+                conn, opts={'version_table': VERSION_TABLE}
+            ).get_current_revision()
+            conn.commit()
+            alembic_command.upgrade(_alembic_config(conn), revision)
+            conn.commit()
+            after = alembic_migration.MigrationContext.configure(
+                conn, opts={'version_table': VERSION_TABLE}
+            ).get_current_revision()
+            conn.commit()
+    if before != after:
+        LOG.info('Upgraded the membership database schema from %(before)s '
+                 'to %(after)s', {'before': before, 'after': after})
+    else:
+        LOG.debug('Membership database schema already at %s', after)
+    return after
+
+
+def metadata():
+    """Return the metadata the migrations must produce.
+
+    :returns: the ``sqlalchemy.MetaData`` of :mod:`models`.
+    """
+    return models.Base.metadata

@@ -1,0 +1,171 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""SQLAlchemy models of the membership database.
+
+All timestamps are naive UTC values written by the database server itself
+(see :class:`utcnow` and :class:`utc_ago`): no host clock is ever stored or
+compared, so clock skew between hosts cannot make a peer look alive or
+dead.
+"""
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+from sqlalchemy.ext import compiler as sa_compiler
+from sqlalchemy import orm
+from sqlalchemy.sql import expression
+
+#: Service roles that may heartbeat.
+ROLE_NOVA_COMPUTE = 'nova-compute'
+ROLE_CONDUCTOR = 'conductor'
+ROLE_AGENT = 'agent'
+ROLES = (ROLE_NOVA_COMPUTE, ROLE_CONDUCTOR, ROLE_AGENT)
+
+HOST_LENGTH = 255
+ROLE_LENGTH = 32
+PARTITION_KEY_LENGTH = 255
+VERSION_LENGTH = 64
+
+_NAMING_CONVENTION = {
+    'pk': 'pk_%(table_name)s',
+}
+
+
+def timestamp_type():
+    """Return the column type of the server-written timestamps.
+
+    MariaDB/MySQL ``DATETIME`` keeps whole seconds unless told otherwise;
+    microseconds are asked for there. PostgreSQL ``timestamp`` already
+    keeps microseconds, SQLite stores text.
+
+    :returns: a SQLAlchemy type.
+    """
+    return sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql',
+                                      'mariadb')
+
+
+class utcnow(expression.FunctionElement):
+    """The database server's current time, as naive UTC.
+
+    The host running the query plays no part, whatever its clock says.
+    """
+
+    type = sa.DateTime()
+    inherit_cache = True
+    name = 'utcnow'
+
+
+class utc_ago(expression.FunctionElement):
+    """The database server's current time minus some seconds, naive UTC.
+
+    Use as ``utc_ago(seconds)`` where ``seconds`` is an integer.
+    """
+
+    type = sa.DateTime()
+    inherit_cache = True
+    name = 'utc_ago'
+
+
+def _seconds(element, compiler, **kw):
+    (seconds,) = list(element.clauses)
+    return compiler.process(seconds, **kw)
+
+
+@sa_compiler.compiles(utcnow)
+def _utcnow_default(element, compiler, **kw):
+    return 'CURRENT_TIMESTAMP'
+
+
+@sa_compiler.compiles(utcnow, 'postgresql')
+def _utcnow_pg(element, compiler, **kw):
+    # NOTE(ironic-partition): statement_timestamp() is a timestamptz;
+    # converting it explicitly to UTC makes the stored value independent of
+    # the session's TimeZone setting.
+    return "(statement_timestamp() AT TIME ZONE 'UTC')"
+
+
+@sa_compiler.compiles(utcnow, 'mysql')
+@sa_compiler.compiles(utcnow, 'mariadb')
+def _utcnow_mysql(element, compiler, **kw):
+    return 'UTC_TIMESTAMP(6)'
+
+
+@sa_compiler.compiles(utcnow, 'sqlite')
+def _utcnow_sqlite(element, compiler, **kw):
+    # NOTE(ironic-partition): 'now' is UTC in SQLite; %f gives milliseconds.
+    # The format sorts as text, which is how SQLite compares it.
+    return "STRFTIME('%Y-%m-%d %H:%M:%f', 'now')"
+
+
+@sa_compiler.compiles(utc_ago)
+def _utc_ago_default(element, compiler, **kw):
+    return '(CURRENT_TIMESTAMP - %s)' % _seconds(element, compiler, **kw)
+
+
+@sa_compiler.compiles(utc_ago, 'postgresql')
+def _utc_ago_pg(element, compiler, **kw):
+    return ("((statement_timestamp() AT TIME ZONE 'UTC') - "
+            "make_interval(secs => %s))" % _seconds(element, compiler, **kw))
+
+
+@sa_compiler.compiles(utc_ago, 'mysql')
+@sa_compiler.compiles(utc_ago, 'mariadb')
+def _utc_ago_mysql(element, compiler, **kw):
+    return ('(UTC_TIMESTAMP(6) - INTERVAL %s SECOND)'
+            % _seconds(element, compiler, **kw))
+
+
+@sa_compiler.compiles(utc_ago, 'sqlite')
+def _utc_ago_sqlite(element, compiler, **kw):
+    return ("STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'now', "
+            "(-(%s)) || ' seconds')" % _seconds(element, compiler, **kw))
+
+
+class Base(orm.DeclarativeBase):
+    """Declarative base of the membership models."""
+
+    metadata = sa.MetaData(naming_convention=_NAMING_CONVENTION)
+
+
+class Service(Base):
+    """One service (host and role) that heartbeats.
+
+    ``partition_key`` is NULL when the service has no partition key set;
+    the empty string is the default group and is a different value.
+    ``down`` is set by a graceful stop, and cleared by the next heartbeat.
+    """
+
+    __tablename__ = 'ironic_partition_services'
+    __table_args__ = (
+        sa.UniqueConstraint('host', 'role',
+                            name='uniq_ironic_partition_services0host0role'),
+        sa.Index('ix_ironic_partition_services_role_last_seen',
+                 'role', 'last_seen'),
+        {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'},
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, primary_key=True, autoincrement=True)
+    host: orm.Mapped[str] = orm.mapped_column(
+        sa.String(HOST_LENGTH), nullable=False)
+    role: orm.Mapped[str] = orm.mapped_column(
+        sa.String(ROLE_LENGTH), nullable=False)
+    partition_key: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(PARTITION_KEY_LENGTH), nullable=True)
+    version: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(VERSION_LENGTH), nullable=True)
+    down: orm.Mapped[bool] = orm.mapped_column(
+        sa.Boolean(create_constraint=False), nullable=False)
+    created_at = orm.mapped_column(timestamp_type(), nullable=False)
+    last_seen = orm.mapped_column(timestamp_type(), nullable=False)

@@ -1,0 +1,251 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The membership backend interface, its result and its loader.
+
+A backend answers "which services of my role are alive, in my partition?".
+It is built as ``Backend(conf, host, role)``; ``start()`` makes the service
+known (and, for the database backend, starts heartbeating), ``stop()``
+makes it leave at once, and ``members(partition_key, peer_list)`` returns
+an immutable :class:`Membership`.
+
+Host names are compared ignoring case everywhere; results hold them
+lower-cased.
+"""
+
+import abc
+import dataclasses
+import datetime
+
+from oslo_log import log as logging
+import stevedore
+from stevedore import driver as stevedore_driver
+from stevedore import exception as stevedore_exc
+
+from ironic_partition._i18n import _
+from ironic_partition import exception
+
+LOG = logging.getLogger(__name__)
+
+#: The stevedore namespace of the membership backends.
+NAMESPACE = 'ironic_partition.membership'
+
+#: The option that selects the backend, for messages.
+BACKEND_OPTION = '[ironic_partition] membership_backend'
+
+#: The service roles.
+ROLE_NOVA_COMPUTE = 'nova-compute'
+ROLE_CONDUCTOR = 'conductor'
+ROLE_AGENT = 'agent'
+ROLES = (ROLE_NOVA_COMPUTE, ROLE_CONDUCTOR, ROLE_AGENT)
+
+
+def normalize_host(host):
+    """Return the canonical (lower-case, stripped) form of a host name.
+
+    :param host: a host name.
+    :returns: the host name in lower case.
+    """
+    return host.strip().lower()
+
+
+def normalize_peers(peer_list):
+    """Return a peer list as a frozenset of canonical host names.
+
+    :param peer_list: an iterable of host names, or None.
+    :returns: a frozenset, or None when ``peer_list`` is None.
+    """
+    if peer_list is None:
+        return None
+    return frozenset(normalize_host(p) for p in peer_list if p and p.strip())
+
+
+@dataclasses.dataclass(frozen=True)
+class Membership:
+    """Who is alive, as seen by one service.
+
+    :param live: hosts that are alive, always including this service.
+    :param dead: hosts that heartbeated once but are not alive now (stale
+        or stopped); with a peer list only those in it.
+    :param never_seen: hosts in the peer list that never heartbeated.
+    :param stale: True when the source could not be reached and this is
+        the last membership known.
+    :param as_of: when the membership was read, by the source's clock
+        (an aware UTC ``datetime``), or None when the source has no clock.
+    """
+
+    live: frozenset
+    dead: frozenset = frozenset()
+    never_seen: frozenset = frozenset()
+    stale: bool = False
+    as_of: datetime.datetime = None
+
+    def replace(self, **changes):
+        """Return a copy with some fields changed.
+
+        :param changes: the fields to change.
+        :returns: a new :class:`Membership`.
+        """
+        return dataclasses.replace(self, **changes)
+
+
+def compute_membership(host, records, partition_key, peer_list, as_of,
+                       stale=False):
+    """Apply the partitioning rules to a list of heartbeat records.
+
+    * ``partition_key`` is None: every live service of the role;
+    * ``partition_key`` is set (``''`` included): live services in
+      ``peer_list`` only (none other when ``peer_list`` is empty or None,
+      as nova does for shards).
+
+    This service is always live.
+
+    :param host: this service's host name.
+    :param records: an iterable of objects with ``host`` and ``alive``.
+    :param partition_key: this service's partition key, or None.
+    :param peer_list: host names allowed in the partition, or None.
+    :param as_of: when ``records`` were read.
+    :param stale: whether ``records`` are the last known ones only.
+    :returns: a :class:`Membership`.
+    """
+    me = normalize_host(host)
+    peers = normalize_peers(peer_list)
+    seen = {}
+    for rec in records:
+        name = normalize_host(rec.host)
+        seen[name] = seen.get(name, False) or bool(rec.alive)
+    if partition_key is None:
+        live = {name for name, alive in seen.items() if alive}
+        dead = {name for name, alive in seen.items() if not alive}
+        never_seen = set()
+    else:
+        peers = peers or frozenset()
+        live = {name for name in peers if seen.get(name)}
+        dead = {name for name in peers
+                if name in seen and not seen[name]}
+        never_seen = {name for name in peers if name not in seen}
+    live.add(me)
+    dead.discard(me)
+    never_seen.discard(me)
+    return Membership(live=frozenset(live), dead=frozenset(dead),
+                      never_seen=frozenset(never_seen), stale=stale,
+                      as_of=as_of)
+
+
+class MembershipBackend(metaclass=abc.ABCMeta):
+    """The interface of a membership backend.
+
+    :param conf: an ``oslo_config.cfg.ConfigOpts`` with the
+        ``[ironic_partition]`` options registered.
+    :param host: this service's host name (compared ignoring case).
+    :param role: this service's role, one of :data:`ROLES`.
+    :param partition_key: this service's partition key, or None when
+        unset; ``''`` is the default group, distinct from None.
+    :param version: this service's version string, recorded where the
+        backend can.
+    """
+
+    #: The entry-point name of the backend.
+    name = None
+
+    def __init__(self, conf, host, role, partition_key=None, version=None):
+        if role not in ROLES:
+            raise exception.InvalidRole(role=role, allowed=', '.join(ROLES))
+        self.conf = conf
+        self.host = normalize_host(host)
+        self.role = role
+        self.partition_key = (partition_key.lower()
+                              if partition_key is not None else None)
+        self.version = version
+
+    @abc.abstractmethod
+    def start(self):
+        """Join: make this service known, start heartbeating if needed.
+
+        :raises: MembershipError when the source cannot be used.
+        :returns: None
+        """
+
+    @abc.abstractmethod
+    def stop(self):
+        """Leave at once (graceful stop); never raises.
+
+        :returns: None
+        """
+
+    @abc.abstractmethod
+    def heartbeat(self):
+        """Send one heartbeat now.
+
+        :returns: True when it was recorded, False when it failed.
+        """
+
+    @abc.abstractmethod
+    def members(self, partition_key=None, peer_list=None):
+        """Return the current membership.
+
+        :param partition_key: the partition key, or None when unset.
+        :param peer_list: host names allowed in the partition when
+            ``partition_key`` is set.
+        :returns: a :class:`Membership`.
+        """
+
+    def status(self):
+        """Describe the backend's state, for the CLI and logs.
+
+        :returns: a dict of plain values.
+        """
+        return {'backend': self.name, 'host': self.host, 'role': self.role,
+                'partition_key': self.partition_key}
+
+
+def _reraise(manager, entrypoint, exc):
+    raise exc
+
+
+def get_backend(name, conf, host, role, **kwargs):
+    """Load and build a membership backend by its entry-point name.
+
+    :param name: the entry-point name in :data:`NAMESPACE`, usually
+        ``conf.ironic_partition.membership_backend``.
+    :param conf: an ``oslo_config.cfg.ConfigOpts``.
+    :param host: this service's host name.
+    :param role: this service's role.
+    :param kwargs: more keyword arguments for the backend's constructor.
+    :raises: MembershipBackendLoadError naming the option and the allowed
+        names when it cannot be loaded.
+    :returns: a :class:`MembershipBackend`.
+    """
+    try:
+        manager = stevedore_driver.DriverManager(
+            NAMESPACE, name, invoke_on_load=True,
+            invoke_args=(conf, host, role), invoke_kwds=kwargs,
+            on_load_failure_callback=_reraise)
+    except exception.MembershipError:
+        raise
+    except Exception as exc:
+        try:
+            allowed = sorted(stevedore.ExtensionManager(NAMESPACE).names())
+        except Exception:
+            allowed = []
+        allowed = ', '.join(allowed) or _('(none installed)')
+        if isinstance(exc, stevedore_exc.NoMatches):
+            reason = _('no such backend')
+        else:
+            reason = '%s: %s' % (type(exc).__name__, exc)
+        raise exception.MembershipBackendLoadError(
+            name=name, reason=reason, allowed=allowed, kind='membership '
+            'backend', namespace=NAMESPACE, option=BACKEND_OPTION,
+            available=allowed)
+    return manager.driver

@@ -1,0 +1,323 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The ``database`` membership backend (the default).
+
+Each service upserts its row in ``ironic_partition_services`` every
+``[ironic_partition] heartbeat_interval`` seconds from a plain thread; the
+row's ``last_seen`` is written by the database server's clock, and a peer
+is alive when ``last_seen`` is at most ``[ironic_partition]
+service_down_time`` seconds old by that same clock, evaluated in SQL.
+
+Faults:
+
+* database unreachable at :meth:`DatabaseMembership.start`: raises
+  ``DatabaseConnectionFailed`` naming the connection (password masked);
+* schema missing or old: SQLite is upgraded automatically (single host,
+  nothing to coordinate); PostgreSQL and MariaDB/MySQL raise
+  ``DatabaseNotMigrated`` asking to run ``ironic-partition-dbsync
+  upgrade``;
+* database lost while running: heartbeats are retried with an exponential
+  back-off capped at the heartbeat interval, :meth:`members` returns the
+  last known membership with ``stale=True``, and :meth:`status` tells; the
+  heartbeat thread survives every exception.
+"""
+
+import random
+import threading
+import time
+
+from oslo_log import log as logging
+
+from ironic_partition._i18n import _
+from ironic_partition.conf import database as database_conf
+from ironic_partition.db import api as db_api
+from ironic_partition.db import migration
+from ironic_partition import exception
+from ironic_partition.membership import base
+
+LOG = logging.getLogger(__name__)
+
+#: The first retry delay, in seconds, after a failed heartbeat.
+INITIAL_BACKOFF = 1.0
+
+#: Log a still-failing heartbeat at WARNING level every this many failures.
+WARN_EVERY = 10
+
+
+class DatabaseMembership(base.MembershipBackend):
+    """Heartbeats and liveness in the ``[ironic_partition_database]`` DB.
+
+    :param conf: an ``oslo_config.cfg.ConfigOpts`` with ``[ironic_partition]``
+        registered; ``[ironic_partition_database]`` is registered if needed.
+    :param host: this service's host name.
+    :param role: this service's role.
+    :param partition_key: this service's partition key, or None.
+    :param version: this service's version, stored in its row.
+    :param connection: a :class:`ironic_partition.db.api.Connection` to use
+        instead of the configured one (tests, benchmarks).
+    """
+
+    name = 'database'
+
+    def __init__(self, conf, host, role, partition_key=None, version=None,
+                 connection=None):
+        super().__init__(conf, host, role, partition_key=partition_key,
+                         version=version)
+        if connection is None:
+            if database_conf.GROUP not in conf:
+                database_conf.register_opts(conf)
+            connection = db_api.Connection.from_conf(conf)
+        self.db = connection
+        self.heartbeat_interval = conf.ironic_partition.heartbeat_interval
+        self.service_down_time = conf.ironic_partition.service_down_time
+        if self.heartbeat_interval >= self.service_down_time:
+            LOG.warning('[ironic_partition] heartbeat_interval (%(hb)s) is '
+                        'not smaller than service_down_time (%(down)s): '
+                        'live services will look dead between heartbeats',
+                        {'hb': self.heartbeat_interval,
+                         'down': self.service_down_time})
+        self._lock = threading.Lock()
+        self._stop_event = threading.Event()
+        self._thread = None
+        self._snapshot = None
+        self._members_stale = False
+        self._failures = 0
+        self._last_error = None
+        self._last_ok = None
+        self._revision = None
+
+    # Start and stop.
+
+    def _connection_failed(self, exc):
+        return exception.DatabaseConnectionFailed(
+            connection=self.db.masked_connection,
+            reason='%s: %s' % (type(exc).__name__, exc))
+
+    def _ensure_schema(self):
+        head = migration.head_revision()
+        current = self.db.schema_revision()
+        if current == head:
+            return current
+        if current is not None and current not in migration.known_revisions():
+            raise exception.DatabaseTooNew(
+                connection=self.db.masked_connection, current=current,
+                expected=head)
+        if self.db.dialect == 'sqlite':
+            LOG.info('Upgrading the embedded SQLite membership database '
+                     '%(conn)s from schema %(cur)s to %(head)s',
+                     {'conn': self.db.masked_connection, 'cur': current,
+                      'head': head})
+            return self.db.upgrade()
+        raise exception.DatabaseNotMigrated(
+            connection=self.db.masked_connection,
+            current=current or _('(none)'), expected=head)
+
+    def start(self):
+        """Check the database, send a first heartbeat, start the thread.
+
+        :raises: DatabaseConnectionFailed when the database cannot be
+            reached; DatabaseNotMigrated when a server database needs
+            ``ironic-partition-dbsync upgrade``; DatabaseTooNew.
+        :returns: None
+        """
+        if self._thread is not None and self._thread.is_alive():
+            return
+        try:
+            self.db.check()
+            self._revision = self._ensure_schema()
+            self.db.heartbeat(self.host, self.role, self.partition_key,
+                              self.version)
+        except exception.MembershipError:
+            raise
+        except Exception as exc:
+            raise self._connection_failed(exc)
+        with self._lock:
+            self._last_ok = time.monotonic()
+            self._failures = 0
+            self._last_error = None
+        LOG.info('Joined the membership database %(conn)s as %(host)s '
+                 '(%(role)s, partition key %(key)r); heartbeat every '
+                 '%(hb)ss, dead after %(down)ss',
+                 {'conn': self.db.masked_connection, 'host': self.host,
+                  'role': self.role, 'key': self.partition_key,
+                  'hb': self.heartbeat_interval,
+                  'down': self.service_down_time})
+        self._stop_event.clear()
+        self._thread = threading.Thread(
+            target=self._run, name='ironic-partition-heartbeat',
+            daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout=None):
+        """Stop heartbeating and mark this service down at once.
+
+        Never raises: a database that cannot be reached only means that
+        peers will notice after ``service_down_time``.
+
+        :param timeout: seconds to wait for the heartbeat thread, by default
+            the heartbeat interval.
+        :returns: None
+        """
+        self._stop_event.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(self.heartbeat_interval if timeout is None
+                        else timeout)
+        try:
+            self.db.mark_down(self.host, self.role)
+            LOG.info('Left the membership database as %(host)s (%(role)s)',
+                     {'host': self.host, 'role': self.role})
+        except Exception as exc:
+            LOG.warning('Could not mark %(host)s (%(role)s) down in the '
+                        'membership database %(conn)s; peers will see it '
+                        'dead after %(down)s seconds: %(err)s',
+                        {'host': self.host, 'role': self.role,
+                         'conn': self.db.masked_connection,
+                         'down': self.service_down_time, 'err': exc})
+        try:
+            self.db.dispose()
+        except Exception:
+            LOG.debug('Ignoring an error while closing the membership '
+                      'database connections', exc_info=True)
+
+    # Heartbeats.
+
+    def _next_delay(self):
+        with self._lock:
+            failures = self._failures
+        if not failures:
+            return self.heartbeat_interval
+        backoff = min(INITIAL_BACKOFF * 2 ** (failures - 1),
+                      self.heartbeat_interval)
+        # NOTE(ironic-partition): jitter keeps many services from hitting a
+        # database that comes back all at the same instant.
+        return backoff * random.uniform(0.5, 1.0)
+
+    def _run(self):
+        while not self._stop_event.wait(self._next_delay()):
+            try:
+                self.heartbeat()
+            except BaseException:
+                # NOTE(ironic-partition): heartbeat() catches everything
+                # already; this only guards against bugs, so that the
+                # thread never dies.
+                LOG.exception('Unexpected error in the heartbeat loop')
+
+    def heartbeat(self):
+        """Send one heartbeat now; never raises.
+
+        :returns: True when it was recorded, False when it failed.
+        """
+        try:
+            self.db.heartbeat(self.host, self.role, self.partition_key,
+                              self.version)
+        except Exception as exc:
+            with self._lock:
+                self._failures += 1
+                failures = self._failures
+                self._last_error = '%s: %s' % (type(exc).__name__, exc)
+            if failures == 1 or failures % WARN_EVERY == 0:
+                LOG.error('Heartbeat of %(host)s (%(role)s) to the '
+                          'membership database %(conn)s failed '
+                          '(%(n)d in a row); retrying with back-off and '
+                          'using the last known membership: %(err)s',
+                          {'host': self.host, 'role': self.role,
+                           'conn': self.db.masked_connection,
+                           'n': failures, 'err': exc})
+            else:
+                LOG.debug('Heartbeat failed again (%(n)d): %(err)s',
+                          {'n': failures, 'err': exc})
+            return False
+        with self._lock:
+            failures, self._failures = self._failures, 0
+            self._last_error = None
+            self._last_ok = time.monotonic()
+        if failures:
+            LOG.info('Heartbeat of %(host)s (%(role)s) to the membership '
+                     'database succeeded again after %(n)d failures',
+                     {'host': self.host, 'role': self.role, 'n': failures})
+        return True
+
+    # Queries.
+
+    def members(self, partition_key=None, peer_list=None):
+        """Return the live services of this role.
+
+        :param partition_key: the partition key, or None when unset.
+        :param peer_list: host names allowed when ``partition_key`` is set.
+        :raises: MembershipUnavailable when the database cannot be read and
+            no membership was ever read.
+        :returns: a :class:`base.Membership`, ``stale`` when it is the last
+            known one.
+        """
+        try:
+            snapshot = self.db.services(self.role, self.service_down_time)
+        except Exception as exc:
+            with self._lock:
+                snapshot = self._snapshot
+                first = not self._members_stale
+                self._members_stale = True
+            if snapshot is None:
+                raise exception.MembershipUnavailable(
+                    role=self.role,
+                    reason=_('the membership database %(conn)s cannot be '
+                             'read: %(err)s') % {
+                                 'conn': self.db.masked_connection,
+                                 'err': exc})
+            if first:
+                LOG.warning('Cannot read the membership database %(conn)s; '
+                            'using the membership known as of %(as_of)s: '
+                            '%(err)s',
+                            {'conn': self.db.masked_connection,
+                             'as_of': snapshot.as_of, 'err': exc})
+            return base.compute_membership(
+                self.host, snapshot.services, partition_key, peer_list,
+                snapshot.as_of, stale=True)
+        with self._lock:
+            was_stale, self._members_stale = self._members_stale, False
+            self._snapshot = snapshot
+        if was_stale:
+            LOG.info('Reading the membership database works again')
+        return base.compute_membership(
+            self.host, snapshot.services, partition_key, peer_list,
+            snapshot.as_of)
+
+    def status(self):
+        """Describe the backend, its database and its heartbeats.
+
+        :returns: a dict of plain values.
+        """
+        result = super().status()
+        with self._lock:
+            last_ok = self._last_ok
+            result.update({
+                'connection': self.db.masked_connection,
+                'dialect': self.db.dialect,
+                'schema_revision': self._revision,
+                'running': bool(self._thread and self._thread.is_alive()),
+                'heartbeat_interval': self.heartbeat_interval,
+                'service_down_time': self.service_down_time,
+                'database_reachable': self._failures == 0,
+                'consecutive_failures': self._failures,
+                'last_error': self._last_error,
+                'seconds_since_last_heartbeat': (
+                    None if last_ok is None
+                    else round(time.monotonic() - last_ok, 3)),
+                'membership_stale': self._members_stale,
+                'membership_as_of': (
+                    self._snapshot.as_of.isoformat()
+                    if self._snapshot is not None else None),
+            })
+        return result

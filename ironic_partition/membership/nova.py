@@ -1,0 +1,178 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The ``nova`` membership backend: nova's own service group.
+
+Inside nova-compute this asks nova which compute services are up, the way
+nova's in-tree ironic driver builds its hash ring: the compute services
+that have ironic compute nodes, checked with nova's service group API
+(``service_is_up``), which nova-compute's own service heartbeat keeps
+current. It needs no database of its own and sends no heartbeat.
+
+Differences with nova's driver: host names are compared ignoring case, and
+peers of the peer list that nova does not know are reported in
+``never_seen``. Nova's service group decides liveness with the clock of the
+host asking, not the database's; use the ``database`` backend when clocks
+may be skewed.
+
+nova is imported only when the backend is started, so loading this module
+does not need nova.
+"""
+
+import threading
+import types
+
+from oslo_log import log as logging
+
+from ironic_partition._i18n import _
+from ironic_partition import exception
+from ironic_partition.membership import base
+
+LOG = logging.getLogger(__name__)
+
+#: The hypervisor type of the compute nodes of nova's ironic driver.
+HYPERVISOR_TYPE = 'ironic'
+
+
+def _load_nova():
+    """Import the parts of nova this backend uses.
+
+    :returns: a namespace with ``context``, ``objects`` and
+        ``servicegroup``.
+    """
+    from nova import context  # noqa: H302
+    from nova import objects  # noqa: H302
+    from nova import servicegroup  # noqa: H302
+    return types.SimpleNamespace(context=context, objects=objects,
+                                 servicegroup=servicegroup)
+
+
+class _Record:
+    __slots__ = ('host', 'alive')
+
+    def __init__(self, host, alive):
+        self.host = host
+        self.alive = alive
+
+
+class NovaMembership(base.MembershipBackend):
+    """Membership from nova's services table and service group API."""
+
+    name = 'nova'
+
+    def __init__(self, conf, host, role, partition_key=None, version=None):
+        super().__init__(conf, host, role, partition_key=partition_key,
+                         version=version)
+        if role != base.ROLE_NOVA_COMPUTE:
+            raise exception.BackendNotSupported(
+                backend=self.name,
+                reason=_('only nova-compute services are in nova\'s '
+                         'service group, not %s services') % role)
+        self._nova = None
+        self._servicegroup_api = None
+        self._lock = threading.Lock()
+        self._last = None
+        self._last_error = None
+
+    def start(self):
+        """Import nova and build its service group API.
+
+        :raises: BackendNotSupported when nova cannot be used.
+        :returns: None
+        """
+        try:
+            self._nova = _load_nova()
+            self._servicegroup_api = self._nova.servicegroup.API()
+        except Exception as exc:
+            raise exception.BackendNotSupported(
+                backend=self.name,
+                reason=_('nova is not usable here (%s); this backend '
+                         'works inside nova-compute only') % exc)
+
+    def stop(self):
+        """Nothing to do: nova-compute's service leaves the group.
+
+        :returns: None
+        """
+
+    def heartbeat(self):
+        """Nothing to send: nova-compute's service heartbeats.
+
+        :returns: True
+        """
+        return True
+
+    def _records(self, peers):
+        if self._nova is None:
+            self.start()
+        ctxt = self._nova.context.get_admin_context()
+        services = self._nova.objects.ServiceList.get_all_computes_by_hv_type(
+            ctxt, HYPERVISOR_TYPE)
+        records = []
+        for svc in services:
+            name = base.normalize_host(svc.host)
+            # NOTE(ironic-partition): like nova, only check the liveness of
+            # the services that can be members.
+            if peers is not None and name not in peers:
+                continue
+            records.append(_Record(
+                name, self._servicegroup_api.service_is_up(svc)))
+        return records
+
+    def members(self, partition_key=None, peer_list=None):
+        """Return the compute services that nova considers up.
+
+        :param partition_key: the partition key, or None when unset.
+        :param peer_list: host names allowed when ``partition_key`` is set.
+        :raises: MembershipUnavailable when nova never answered.
+        :returns: a :class:`base.Membership`; ``stale`` is True when nova
+            could not be asked and the last answer is returned.
+        """
+        peers = (None if partition_key is None
+                 else (base.normalize_peers(peer_list) or frozenset()))
+        try:
+            records = self._records(peers)
+        except Exception as exc:
+            with self._lock:
+                self._last_error = str(exc)
+                last = self._last
+            if last is None:
+                raise exception.MembershipUnavailable(
+                    role=self.role,
+                    reason=_('nova\'s services could not be read: %s')
+                    % exc)
+            LOG.warning('Could not read the compute services from nova, '
+                        'using the last known membership: %s', exc)
+            stale = base.compute_membership(
+                self.host, last[0], partition_key, peer_list, None,
+                stale=True)
+            return stale
+        with self._lock:
+            self._last = (records,)
+            self._last_error = None
+        return base.compute_membership(self.host, records, partition_key,
+                                       peer_list, None)
+
+    def status(self):
+        """Describe the backend.
+
+        :returns: a dict.
+        """
+        result = super().status()
+        with self._lock:
+            result.update({'source': 'nova service group',
+                           'started': self._nova is not None,
+                           'stale': self._last_error is not None,
+                           'last_error': self._last_error})
+        return result

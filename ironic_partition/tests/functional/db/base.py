@@ -1,0 +1,184 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Run one test suite on SQLite, PostgreSQL and MariaDB/MySQL.
+
+Every test gets a database of its own, created before and dropped after
+it:
+
+* SQLite: a file in a temporary directory;
+* PostgreSQL and MariaDB/MySQL: a database named ``ipart_test_<random>``
+  created through an administrative URL, taken from the environment
+  variables ``IRONIC_PARTITION_TEST_PG_URL`` and
+  ``IRONIC_PARTITION_TEST_MYSQL_URL`` and defaulting to the local servers
+  (``postgresql+psycopg2://postgres@127.0.0.1:5432/postgres`` and
+  ``mysql+pymysql://root@127.0.0.1:3306/``). The user needs the right to
+  create and drop databases.
+
+A server that cannot be reached skips its scenario, unless
+``IRONIC_PARTITION_TEST_REQUIRE_DB=1``, which makes it fail instead (CI).
+"""
+
+import os
+import uuid
+
+import fixtures
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+from oslotest import base as oslotest_base
+import sqlalchemy as sa
+from sqlalchemy.engine import url as sa_url
+import testscenarios
+
+from ironic_partition.conf import database as database_conf
+from ironic_partition.conf import partition as partition_conf
+
+ADMIN_URL_ENV = {
+    'postgresql': 'IRONIC_PARTITION_TEST_PG_URL',
+    'mysql': 'IRONIC_PARTITION_TEST_MYSQL_URL',
+}
+DEFAULT_ADMIN_URLS = {
+    'postgresql': 'postgresql+psycopg2://postgres@127.0.0.1:5432/postgres',
+    'mysql': 'mysql+pymysql://root@127.0.0.1:3306/',
+}
+REQUIRE_ENV = 'IRONIC_PARTITION_TEST_REQUIRE_DB'
+
+SCENARIOS = [
+    ('sqlite', {'backend': 'sqlite'}),
+    ('postgresql', {'backend': 'postgresql'}),
+    ('mysql', {'backend': 'mysql'}),
+]
+
+_AVAILABLE = {}
+
+
+def admin_url(backend):
+    """Return the administrative URL of a database server.
+
+    :param backend: ``postgresql`` or ``mysql``.
+    :returns: a URL string.
+    """
+    return os.environ.get(ADMIN_URL_ENV[backend],
+                          DEFAULT_ADMIN_URLS[backend])
+
+
+def _admin_engine(backend):
+    return sa.create_engine(admin_url(backend), isolation_level='AUTOCOMMIT',
+                            poolclass=sa.pool.NullPool)
+
+
+def unavailable_reason(backend):
+    """Tell why a backend cannot be used, once per process.
+
+    :param backend: ``sqlite``, ``postgresql`` or ``mysql``.
+    :returns: None when usable, else a reason.
+    """
+    if backend == 'sqlite':
+        return None
+    if backend not in _AVAILABLE:
+        try:
+            engine = _admin_engine(backend)
+            with engine.connect() as conn:
+                conn.execute(sa.text('SELECT 1'))
+            engine.dispose()
+            _AVAILABLE[backend] = None
+        except Exception as exc:
+            _AVAILABLE[backend] = '%s not reachable at %s: %s' % (
+                backend, sa_url.make_url(admin_url(backend)).render_as_string(
+                    hide_password=True), exc)
+    return _AVAILABLE[backend]
+
+
+class DatabaseFixture(fixtures.Fixture):
+    """A fresh, empty database, dropped at clean-up.
+
+    :param backend: ``sqlite``, ``postgresql`` or ``mysql``.
+    """
+
+    def __init__(self, backend):
+        super().__init__()
+        self.backend = backend
+        self.url = None
+        self.name = None
+
+    def _setUp(self):
+        if self.backend == 'sqlite':
+            tmp = self.useFixture(fixtures.TempDir())
+            self.name = os.path.join(tmp.path, 'membership.sqlite')
+            self.url = 'sqlite:///%s' % self.name
+            return
+        self.name = 'ipart_test_%s' % uuid.uuid4().hex[:12]
+        engine = _admin_engine(self.backend)
+        try:
+            with engine.connect() as conn:
+                if self.backend == 'postgresql':
+                    conn.execute(sa.text('CREATE DATABASE %s' % self.name))
+                else:
+                    conn.execute(sa.text(
+                        'CREATE DATABASE %s CHARACTER SET utf8mb4'
+                        % self.name))
+        finally:
+            engine.dispose()
+        self.addCleanup(self._drop)
+        url = sa_url.make_url(admin_url(self.backend)).set(
+            database=self.name)
+        self.url = url.render_as_string(hide_password=False)
+
+    def _drop(self):
+        engine = _admin_engine(self.backend)
+        try:
+            with engine.connect() as conn:
+                if self.backend == 'postgresql':
+                    conn.execute(sa.text(
+                        'DROP DATABASE IF EXISTS %s WITH (FORCE)'
+                        % self.name))
+                else:
+                    conn.execute(sa.text('DROP DATABASE IF EXISTS %s'
+                                         % self.name))
+        finally:
+            engine.dispose()
+
+
+def make_conf(test, **overrides):
+    """Build a ConfigOpts with our options, for one test.
+
+    :param test: the test case (for clean-up).
+    :param overrides: ``[ironic_partition]`` option values.
+    :returns: the ``ConfigOpts``.
+    """
+    conf = cfg.ConfigOpts()
+    fixture = test.useFixture(config_fixture.Config(conf))
+    conf.register_opts(partition_conf.opts, group=partition_conf.GROUP)
+    database_conf.register_opts(conf)
+    conf([], project='ironic-partition-tests')
+    for name, value in overrides.items():
+        fixture.config(group=partition_conf.GROUP, **{name: value})
+    return conf
+
+
+class DatabaseTestCase(testscenarios.WithScenarios,
+                       oslotest_base.BaseTestCase):
+    """A test case run once per database backend, each with its own DB."""
+
+    scenarios = SCENARIOS
+
+    def setUp(self):
+        super().setUp()
+        reason = unavailable_reason(self.backend)
+        if reason:
+            if os.environ.get(REQUIRE_ENV) == '1':
+                self.fail(reason)
+            self.skipTest(reason)
+        self.db = self.useFixture(DatabaseFixture(self.backend))
+        self.url = self.db.url

@@ -1,0 +1,107 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+import collections
+import dataclasses
+from unittest import mock
+
+from oslotest import base as test_base
+from stevedore import exception as stevedore_exc
+
+from ironic_partition import exception
+from ironic_partition.membership import base
+from ironic_partition.membership import static
+
+Rec = collections.namedtuple('Rec', ['host', 'alive'])
+
+
+class TestComputeMembership(test_base.BaseTestCase):
+
+    records = [Rec('A', True), Rec('b', True), Rec('C', False),
+               Rec('me', False)]
+
+    def test_unset_partition_key_all_live(self):
+        m = base.compute_membership('ME', self.records, None, ['x'], None)
+        self.assertEqual({'a', 'b', 'me'}, m.live)
+        self.assertEqual({'c'}, m.dead)
+        self.assertEqual(frozenset(), m.never_seen)
+
+    def test_partition_key_uses_peer_list(self):
+        m = base.compute_membership('me', self.records, '', ['a', 'C', 'Z'],
+                                    'now')
+        self.assertEqual({'a', 'me'}, m.live)
+        self.assertEqual({'c'}, m.dead)
+        self.assertEqual({'z'}, m.never_seen)
+        self.assertEqual('now', m.as_of)
+
+    def test_partition_key_without_peer_list_is_self_only(self):
+        m = base.compute_membership('me', self.records, 'g', None, None)
+        self.assertEqual({'me'}, m.live)
+
+    def test_membership_is_immutable(self):
+        m = base.Membership(live=frozenset({'a'}))
+        self.assertRaises(dataclasses.FrozenInstanceError, setattr, m,
+                          'stale', True)
+        self.assertTrue(m.replace(stale=True).stale)
+
+
+class TestGetBackend(test_base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.conf = mock.Mock()
+
+    @mock.patch('stevedore.ExtensionManager', autospec=True)
+    @mock.patch('stevedore.driver.DriverManager', autospec=True)
+    def test_unknown_name(self, mock_dm, mock_em):
+        mock_dm.side_effect = stevedore_exc.NoMatches('nope')
+        mock_em.return_value.names.return_value = ['static', 'database']
+        exc = self.assertRaises(exception.MembershipBackendLoadError,
+                                base.get_backend, 'bogus', self.conf, 'h',
+                                'agent')
+        self.assertIn('[ironic_partition] membership_backend', str(exc))
+        self.assertIn('database, static', str(exc))
+        self.assertIn("'bogus'", str(exc))
+
+    @mock.patch('stevedore.driver.DriverManager', autospec=True)
+    def test_loads(self, mock_dm):
+        mock_dm.return_value.driver = 'driver'
+        self.assertEqual('driver', base.get_backend(
+            'static', self.conf, 'h', 'agent', partition_key='g'))
+        mock_dm.assert_called_once_with(
+            base.NAMESPACE, 'static', invoke_on_load=True,
+            invoke_args=(self.conf, 'h', 'agent'),
+            invoke_kwds={'partition_key': 'g'},
+            on_load_failure_callback=mock.ANY)
+
+    def test_namespace(self):
+        self.assertEqual('ironic_partition.membership', base.NAMESPACE)
+
+    def test_invalid_role(self):
+        self.assertRaises(exception.InvalidRole, static.StaticMembership,
+                          self.conf, 'h', 'bogus')
+
+
+class TestStatic(test_base.BaseTestCase):
+
+    def test_members(self):
+        b = static.StaticMembership(mock.Mock(), 'Me', 'agent')
+        b.start()
+        self.assertTrue(b.heartbeat())
+        m = b.members('g', ['A', 'b '])
+        self.assertEqual({'a', 'b', 'me'}, m.live)
+        self.assertFalse(m.stale)
+        self.assertEqual({'me'}, b.members().live)
+        b.stop()
+        self.assertEqual('static', b.status()['backend'])

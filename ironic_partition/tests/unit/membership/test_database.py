@@ -1,0 +1,142 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The database membership backend on its embedded SQLite default."""
+
+import os
+import time
+from unittest import mock
+
+import fixtures
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+from oslotest import base as test_base
+
+from ironic_partition.conf import database as database_conf
+from ironic_partition.conf import partition as partition_conf
+from ironic_partition import exception
+from ironic_partition.membership import database
+
+
+class TestDatabaseMembership(test_base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.state = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                                  'state')
+        self.conf = cfg.ConfigOpts()
+        fixture = self.useFixture(config_fixture.Config(self.conf))
+        self.conf.register_opts(partition_conf.opts,
+                                group=partition_conf.GROUP)
+        self.conf([])
+        fixture.config(group='ironic_partition', state_path=self.state,
+                       heartbeat_interval=1, service_down_time=30)
+        self.useFixture(fixtures.MonkeyPatch(
+            'ironic_partition.membership.database.INITIAL_BACKOFF', 0.05))
+
+    def _backend(self, host='me', **kwargs):
+        b = database.DatabaseMembership(self.conf, host, 'conductor',
+                                        **kwargs)
+        self.addCleanup(b.stop, timeout=5)
+        return b
+
+    def test_zero_configuration(self):
+        b = self._backend()
+        b.start()
+        self.assertTrue(os.path.exists(
+            os.path.join(self.state, 'ironic_partition.sqlite')))
+        self.assertEqual({'me'}, b.members().live)
+        status = b.status()
+        self.assertTrue(status['running'])
+        self.assertEqual('sqlite', status['dialect'])
+        self.assertTrue(status['database_reachable'])
+
+    def test_heartbeat_thread_survives_everything(self):
+        b = self._backend()
+        b.start()
+        errors = [RuntimeError('boom'), ValueError('bad'),
+                  KeyboardInterrupt()]
+        real = b.db.heartbeat
+
+        def flaky(*args):
+            if errors:
+                raise errors.pop(0)
+            return real(*args)
+
+        with mock.patch.object(b.db, 'heartbeat', autospec=True,
+                               side_effect=flaky):
+            deadline = time.monotonic() + 15
+            while errors and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertEqual([], errors)
+            self.assertTrue(b.status()['running'])
+            while (not b.status()['database_reachable']
+                   and time.monotonic() < deadline):
+                time.sleep(0.05)
+        self.assertTrue(b.status()['database_reachable'])
+        self.assertTrue(b.status()['running'])
+
+    def test_heartbeat_failure_is_reported(self):
+        b = self._backend()
+        b.start()
+        with mock.patch.object(b.db, 'heartbeat', autospec=True,
+                               side_effect=RuntimeError('db gone')):
+            self.assertFalse(b.heartbeat())
+        status = b.status()
+        self.assertEqual(1, status['consecutive_failures'])
+        self.assertIn('db gone', status['last_error'])
+        self.assertTrue(b.heartbeat())
+        self.assertEqual(0, b.status()['consecutive_failures'])
+
+    def test_stale_membership_when_reads_fail(self):
+        b = self._backend(partition_key='')
+        b.start()
+        other = self._backend('peer')
+        other.start()
+        fresh = b.members('', ['peer', 'ghost'])
+        with mock.patch.object(b.db, 'services', autospec=True,
+                               side_effect=RuntimeError('lost')):
+            stale = b.members('', ['peer', 'ghost'])
+        self.assertTrue(stale.stale)
+        self.assertEqual(fresh.live, stale.live)
+        self.assertEqual({'ghost'}, stale.never_seen)
+        self.assertFalse(b.members().stale)
+
+    def test_unavailable_without_any_membership(self):
+        b = self._backend()
+        b.start()
+        with mock.patch.object(b.db, 'services', autospec=True,
+                               side_effect=RuntimeError('lost')):
+            self.assertRaises(exception.MembershipUnavailable, b.members)
+
+    def test_unreachable_at_start(self):
+        database_conf.register_opts(self.conf)
+        self.conf.set_override('connection',
+                               'sqlite:////proc/nowhere/x.sqlite',
+                               group='ironic_partition_database')
+        b = database.DatabaseMembership(self.conf, 'me', 'agent')
+        exc = self.assertRaises(exception.DatabaseConnectionFailed, b.start)
+        self.assertIn('sqlite:////proc/nowhere/x.sqlite', str(exc))
+
+    def test_stop_marks_down_and_survives_errors(self):
+        b = self._backend()
+        b.start()
+        watcher = self._backend('watcher')
+        watcher.start()
+        b.stop()
+        self.assertFalse(b.status()['running'])
+        self.assertEqual({'me'}, watcher.members().dead)
+        with mock.patch.object(b.db, 'mark_down', autospec=True,
+                               side_effect=RuntimeError('x')):
+            b.stop()
