@@ -95,6 +95,16 @@ class IronicRequestError(IronicPartitionException):
     msg_fmt = _("Ironic refused GET %(path)s with %(params)s: %(reason)s")
 
 
+class PartitionNotReady(IronicPartitionException):
+    """The partition cannot be computed now; report "not ready", not "none".
+
+    Inside nova-compute this becomes nova's ``VirtDriverNotReady``, so the
+    resource tracker skips the run instead of deleting compute nodes.
+    """
+
+    msg_fmt = _("The partition is not ready: %(reason)s")
+
+
 class MembershipError(IronicPartitionException):
     """Base class of the membership errors."""
 

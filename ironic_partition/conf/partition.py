@@ -95,4 +95,13 @@ opts = [
                'instance-less nodes are shared among the live peers. '
                'Shorter means faster failover and more churn on a slow '
                'database.')),
+    cfg.IntOpt(
+        'membership_stale_timeout',
+        default=300,
+        min=0,
+        help=_('Seconds for which the last known membership (and so the '
+               'last known ring) is used while the membership source '
+               'cannot be reached. After that the service reports "not '
+               'ready" rather than guess; nova then skips resource-tracker '
+               'runs but deletes nothing. 0 reports "not ready" at once.')),
 ]

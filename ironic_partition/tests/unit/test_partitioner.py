@@ -1,0 +1,177 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+import uuid
+
+import fixtures
+import tooz.hashring
+
+from ironic_partition import exception
+from ironic_partition import ironic
+from ironic_partition.membership import base as mbase
+from ironic_partition import partitioner
+from ironic_partition.tests import base
+
+
+class FakeClient(object):
+    """Serves a fixed node list, or fails as told (a fault injector)."""
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+        self.fault = None
+        self.groups = []
+        self.resets = 0
+        self.last_calls = 1
+        self.last_http_seconds = 0.0
+
+    def list_nodes(self, conductor_group=None):
+        self.groups.append(conductor_group)
+        if self.fault is not None:
+            raise self.fault
+        return [n for n in self.nodes
+                if conductor_group is None
+                or n.conductor_group == conductor_group]
+
+    def reset(self):
+        self.resets += 1
+
+
+class FakeMembership(object):
+    def __init__(self, live):
+        self.live = frozenset(live)
+        self.stale = False
+        self.partition_key = None
+
+    def members(self, partition_key=None, peer_list=None):
+        return mbase.Membership(live=self.live, stale=self.stale)
+
+
+def _nodes(n, group='rack1', instances=None):
+    instances = instances or {}
+    return [ironic.Node(id=str(uuid.UUID(int=i + 1)), conductor_group=group,
+                        instance_id=instances.get(i))
+            for i in range(n)]
+
+
+class TestPartitioner(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.clock = [1000.0]
+        self.logger = self.useFixture(fixtures.FakeLogger(level='INFO'))
+
+    def _make(self, host, nodes, live, key='rack1', peers=None):
+        self.config(group='ironic_partition', host=host)
+        self.config(group='ironic', partition_key=key,
+                    peer_list=peers or sorted(live))
+        client = FakeClient(nodes)
+        membership = FakeMembership(live)
+        return partitioner.Partitioner(self.conf, client, membership,
+                                       clock=lambda: self.clock[0])
+
+    def test_three_hosts_split_like_tooz(self):
+        nodes = _nodes(200) + _nodes(10, group='rack2')
+        hosts = ['cn1', 'cn2', 'cn3']
+        tooz_ring = tooz.hashring.HashRing(hosts, partitions=2 ** 5)
+        seen = set()
+        for host in hosts:
+            p = self._make(host, nodes, hosts)
+            result = p.refresh()
+            expected = {n.id for n in nodes if n.conductor_group == 'rack1'
+                        and tooz_ring.get_nodes(n.id.encode()) == {host}}
+            self.assertEqual(expected, set(result.nodes))
+            self.assertFalse(seen & expected)
+            seen |= expected
+            self.assertEqual(200, result.listed)
+            self.assertEqual(['rack1'], p.client.groups)
+        self.assertEqual(200, len(seen))
+
+    def test_ironic_down_is_not_ready_and_keeps_last_result(self):
+        p = self._make('cn1', _nodes(20), ['cn1'])
+        first = p.refresh()
+        self.assertEqual(20, len(first.nodes))
+        p.client.fault = exception.IronicUnavailable(endpoint='x',
+                                                     reason='down')
+        self.assertRaises(exception.PartitionNotReady, p.refresh)
+        self.assertIs(first, p.last_result)
+
+    def test_stale_membership_bounded(self):
+        self.config(group='ironic_partition', membership_stale_timeout=60)
+        p = self._make('cn1', _nodes(20), ['cn1', 'cn2'])
+        full = p.refresh()
+        p.membership.stale = True
+        self.clock[0] += 10
+        again = p.refresh()
+        self.assertEqual(set(full.nodes), set(again.nodes))
+        self.assertIn('Membership source unreachable', self.logger.output)
+        self.clock[0] += 60
+        e = self.assertRaises(exception.PartitionNotReady, p.refresh)
+        self.assertIn('membership_stale_timeout', str(e))
+        p.membership.stale = False
+        self.assertEqual(set(full.nodes), set(p.refresh().nodes))
+
+    def test_gained_and_lost_on_membership_change(self):
+        p = self._make('cn1', _nodes(100), ['cn1', 'cn2'])
+        first = p.refresh()
+        p.membership.live = frozenset(['cn1'])
+        second = p.refresh()
+        self.assertEqual(100, len(second.nodes))
+        self.assertEqual(set(second.nodes) - set(first.nodes),
+                         set(second.gained))
+        self.assertEqual(frozenset(), second.lost)
+
+    def test_reload_settings_switches_partition(self):
+        nodes = _nodes(10) + _nodes(5, group='rack2')
+        p = self._make('cn1', nodes, ['cn1'])
+        self.assertEqual(10, len(p.refresh().nodes))
+        self.config(group='ironic', partition_key='RACK2')
+        self.assertTrue(p.reload_settings())
+        self.assertIn("partition_key 'rack1' -> 'rack2'", self.logger.output)
+        self.assertEqual('rack2', p.membership.partition_key)
+        self.assertEqual(1, p.client.resets)
+        result = p.refresh()
+        self.assertEqual(5, len(result.nodes))
+        self.assertIn('Now managing 5 of 5 nodes', self.logger.output)
+
+    def test_reload_rejects_invalid_and_keeps_old(self):
+        p = self._make('cn1', _nodes(10), ['cn1'])
+        self.config(group='ironic', peer_list=['cn2'])
+        self.assertFalse(p.reload_settings())
+        self.assertIn('Rejected the new partition settings',
+                      self.logger.output)
+        self.assertIn("'cn1'", self.logger.output)
+        self.assertEqual('rack1', p.settings.partition_key)
+        self.assertEqual(10, len(p.refresh().nodes))
+
+    def test_unchanged_settings_do_not_reset(self):
+        p = self._make('cn1', _nodes(10), ['cn1'])
+        self.assertFalse(p.reload_settings())
+        self.assertEqual(0, p.client.resets)
+
+    def test_invalid_at_start_fails(self):
+        self.config(group='ironic_partition', host='cn9')
+        self.config(group='ironic', partition_key='rack1',
+                    peer_list=['cn1'])
+        self.assertRaises(exception.InvalidPeerList,
+                          partitioner.Partitioner, self.conf,
+                          FakeClient([]), FakeMembership(['cn9']))
+
+    def test_foreign_instance_never_reported(self):
+        nodes = _nodes(10, instances={0: 'theirs', 1: 'mine'})
+        p = self._make('cn1', nodes, ['cn1'])
+        result = p.refresh(my_instances={'mine'},
+                           instance_hosts={'theirs': 'cn7'})
+        self.assertNotIn(nodes[0].id, result.nodes)
+        self.assertIn(nodes[1].id, result.nodes)
+        self.assertEqual((nodes[0].id,), result.ownership.stranded)
