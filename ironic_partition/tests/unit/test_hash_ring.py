@@ -21,14 +21,10 @@ import uuid
 import hypothesis
 from hypothesis import strategies
 from oslotest import base
+from tooz import hashring as tooz_hashring
 
 from ironic_partition import exception
 from ironic_partition import hash_ring
-
-try:
-    from tooz import hashring as tooz_hashring
-except ImportError:  # pragma: no cover
-    tooz_hashring = None
 
 
 def _keys(count, seed=7):
@@ -161,9 +157,7 @@ class ErrorTestCase(base.BaseTestCase):
         self.assertIsNone(ring.get_node(b'x'))
         self.assertEqual({}, ring.map_keys([b'x']))
         self.assertEqual(0, len(ring))
-        if tooz_hashring is not None:
-            self.assertEqual(set(),
-                             tooz_hashring.HashRing([]).get_nodes(b'x'))
+        self.assertEqual(set(), tooz_hashring.HashRing([]).get_nodes(b'x'))
 
     def test_more_replicas_than_members(self):
         ring = hash_ring.HashRing(['a', 'b'])
@@ -258,12 +252,7 @@ class RingBehaviourTestCase(base.BaseTestCase):
 
 class ToozCompatibilityTestCase(base.BaseTestCase):
 
-    def setUp(self):
-        super(ToozCompatibilityTestCase, self).setUp()
-        if tooz_hashring is None:
-            self.skipTest('tooz is not installed')
-
-    @hypothesis.settings(max_examples=300, deadline=None)
+    @hypothesis.settings(max_examples=1000, deadline=None)
     @hypothesis.given(
         members=strategies.lists(_member, max_size=12),
         weighted=strategies.dictionaries(_member, strategies.integers(1, 4),

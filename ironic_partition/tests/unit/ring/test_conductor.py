@@ -14,7 +14,6 @@
 
 """Tests for ironic_partition.ring.conductor."""
 
-import collections
 import random
 from unittest import mock
 import uuid
@@ -50,6 +49,13 @@ def _nodes(count, seed=1):
         nodes.append({'uuid': str(uuid.UUID(int=rnd.getrandbits(128))),
                       'driver': driver, 'conductor_group': group})
     return nodes
+
+
+_FIXED = {
+    '1be26c0b-03f2-4d2e-ae87-c02d7f33c123': 'cond-2:6385',
+    '2be26c0b-03f2-4d2e-ae87-c02d7f33c123': 'cond-2:6385',
+    '3be26c0b-03f2-4d2e-ae87-c02d7f33c123': 'Cond-3',
+}
 
 
 class FakeClock(object):
@@ -166,47 +172,3 @@ class ConductorRingProviderTestCase(base.BaseTestCase):
         self.assertEqual(50, len(mapped))
         self.assertEqual({'cond-1', 'cond-2:6385', 'Cond-3'},
                          set(provider.get_ring('ipmi').nodes))
-
-    def test_same_as_ironic(self):
-        try:
-            from ironic.common import hash_ring as ironic_hash_ring
-            from ironic import objects as ironic_objects
-            ironic_objects.register_all()
-        except Exception as exc:  # pragma: no cover
-            self.skipTest('ironic cannot be imported: %s' % exc)
-        nodes = _nodes(400)
-        for use_groups in (True, False):
-            # NOTE: what Ironic's DB query returns for the same conductors.
-            d2c = collections.defaultdict(set)
-            for cond in CONDUCTORS:
-                if not cond['alive']:
-                    continue
-                for driver in cond['drivers']:
-                    key = ('%s:%s' % (cond['conductor_group'].lower(),
-                                      driver) if use_groups else driver)
-                    d2c[key].add(cond['hostname'])
-            manager = ironic_hash_ring.HashRingManager(use_groups=use_groups,
-                                                       cache=False)
-            with mock.patch.object(
-                    ironic_hash_ring.objects.Conductor,
-                    'get_active_hardware_type_dict', autospec=True,
-                    return_value=dict(d2c)), \
-                    mock.patch.object(ironic_hash_ring.context,
-                                      'get_admin_context', autospec=True):
-                provider = conductor.ConductorRingProvider(
-                    conductors=CONDUCTORS, use_groups=use_groups)
-                mapped = provider.map_nodes(nodes)
-                for node in nodes:
-                    ring = manager.get_ring(node['driver'],
-                                            node['conductor_group'])
-                    expected = ring.get_nodes(
-                        node['uuid'].encode('utf-8')).pop()
-                    self.assertEqual(expected, mapped[node['uuid']])
-                    self.assertEqual(expected, provider.conductor_for(node))
-
-
-_FIXED = {
-    '1be26c0b-03f2-4d2e-ae87-c02d7f33c123': 'cond-2:6385',
-    '2be26c0b-03f2-4d2e-ae87-c02d7f33c123': 'cond-2:6385',
-    '3be26c0b-03f2-4d2e-ae87-c02d7f33c123': 'Cond-3',
-}
