@@ -1,0 +1,67 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""A real Ironic (API + conductors) on a real database, for tests.
+
+The public API::
+
+    from ironic_partition.tests.functional import harness
+
+    ironic = self.useFixture(harness.IronicFixture(db_backend='mysql'))
+    conn = harness.connect(ironic.endpoint)
+    nodes = harness.bulk_enroll(ironic.config_file, 1000, ['rack1', ''])
+    ironic.kill_conductor(0)
+
+See ``doc/source/contributor/harness.rst``.
+"""
+
+from ironic_partition.tests.functional.harness.db import database_exists
+from ironic_partition.tests.functional.harness.db import DatabaseFixture
+from ironic_partition.tests.functional.harness.enroll import bulk_enroll
+from ironic_partition.tests.functional.harness.enroll import \
+    clear_instance_uuid
+from ironic_partition.tests.functional.harness.enroll import connect
+from ironic_partition.tests.functional.harness.enroll import enroll_api
+from ironic_partition.tests.functional.harness.enroll import make_available
+from ironic_partition.tests.functional.harness.enroll import \
+    node_conductors
+from ironic_partition.tests.functional.harness.enroll import \
+    set_instance_uuid
+from ironic_partition.tests.functional.harness.ironic import Conductor
+from ironic_partition.tests.functional.harness.ironic import \
+    DEFAULT_CONDUCTOR_GROUPS
+from ironic_partition.tests.functional.harness.ironic import HarnessError
+from ironic_partition.tests.functional.harness.ironic import IronicFixture
+from ironic_partition.tests.functional.harness.ironic import pids_alive
+from ironic_partition.tests.functional.harness.ironic import Service
+from ironic_partition.tests.functional.harness.ironic import wait_for
+
+__all__ = [
+    'bulk_enroll',
+    'clear_instance_uuid',
+    'Conductor',
+    'connect',
+    'database_exists',
+    'DatabaseFixture',
+    'DEFAULT_CONDUCTOR_GROUPS',
+    'enroll_api',
+    'HarnessError',
+    'IronicFixture',
+    'make_available',
+    'node_conductors',
+    'pids_alive',
+    'Service',
+    'set_instance_uuid',
+    'wait_for',
+]

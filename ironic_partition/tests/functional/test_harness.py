@@ -1,0 +1,215 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The harness itself, against a real Ironic on PostgreSQL and MariaDB.
+
+One Ironic per backend serves every check (starting one costs ~15 s):
+enroll 1,000 nodes in bulk and a few through the API, filter by conductor
+group, SIGKILL a rack1 conductor and watch its nodes move, then prove
+that teardown leaves no process and no database behind.
+"""
+
+import collections
+import logging
+import os
+import uuid
+
+from oslotest import base
+import sqlalchemy
+import testscenarios
+
+from ironic_partition.tests.functional import harness
+from ironic_partition.tests.functional.harness import db as harness_db
+
+LOG = logging.getLogger(__name__)
+
+BULK_NODES = 1000
+API_NODES_PER_GROUP = 2
+FAILOVER_TIMEOUT = 60
+# NOTE(harness): set by tox's functional env: no silent skips in CI.
+REQUIRE_DB_ENV = 'IRONIC_PARTITION_TEST_REQUIRE_DB'
+
+
+def _server_reachable(backend):
+    """Tell whether the database server of ``backend`` answers.
+
+    :param backend: ``postgresql`` or ``mysql``.
+    :returns: True or False.
+    """
+    engine = sqlalchemy.create_engine(harness_db.admin_url(backend),
+                                      poolclass=sqlalchemy.pool.NullPool)
+    try:
+        with engine.connect():
+            return True
+    except sqlalchemy.exc.DBAPIError as exc:
+        LOG.warning('No %s server: %s', backend, exc)
+        return False
+    finally:
+        engine.dispose()
+
+
+NOISY_LOGGERS = ('keystoneauth', 'openstack', 'urllib3')
+
+
+class TeardownAssertions(object):
+    """Checks that a harness left nothing behind."""
+
+    def quiet_sdk_logs(self):
+        """Keep the SDK's request/response bodies out of the test log.
+
+        :returns: None
+        """
+        for name in NOISY_LOGGERS:
+            logger = logging.getLogger(name)
+            self.addCleanup(logger.setLevel, logger.level)
+            logger.setLevel(logging.INFO)
+
+    def watch_teardown(self, fixture):
+        """Register the teardown checks; they run after the fixture's.
+
+        Registered before ``useFixture`` so that the fixture's cleanup,
+        and testtools' collection of its log details, run first.
+
+        :param fixture: an unstarted ``IronicFixture``.
+        :returns: None
+        """
+        self.addCleanup(self.assert_torn_down, fixture)
+
+    def assert_torn_down(self, fixture):
+        """Assert no process, database or run directory survived.
+
+        :param fixture: a cleaned-up ``IronicFixture``.
+        :returns: None
+        """
+        pids = fixture.all_pids()
+        self.assertNotEqual([], pids)
+        self.assertEqual([], harness.pids_alive(pids))
+        for service in fixture.services():
+            self.assertEqual([], service.group_pids())
+        self.assertFalse(fixture.database.exists(),
+                         'database %s survived' % fixture.database.name)
+        self.assertFalse(os.path.exists(fixture.workdir))
+
+
+class MultiConductorTestCase(testscenarios.WithScenarios,
+                             TeardownAssertions, base.BaseTestCase):
+    """API + four conductors (rack1 x2, rack2, default) on a real DB."""
+
+    scenarios = [
+        ('postgresql', {'db_backend': 'postgresql'}),
+        ('mysql', {'db_backend': 'mysql'}),
+    ]
+
+    def setUp(self):
+        super().setUp()
+        self.quiet_sdk_logs()
+        if not _server_reachable(self.db_backend):
+            reason = '%s is not reachable at %s' % (
+                self.db_backend, harness_db.admin_url(self.db_backend))
+            if os.environ.get(REQUIRE_DB_ENV) == '1':
+                self.fail(reason)
+            self.skipTest(reason)
+
+    def _enroll(self, ironic, conn):
+        groups = ironic.conductor_groups
+        expected = collections.defaultdict(set)
+        for node in harness.bulk_enroll(ironic.config_file, BULK_NODES,
+                                        groups):
+            expected[node['conductor_group']].add(node['uuid'])
+        distinct = sorted(set(groups))
+        api_nodes = harness.enroll_api(
+            conn, API_NODES_PER_GROUP * len(distinct), distinct)
+        for node in api_nodes:
+            expected[node['conductor_group']].add(node['uuid'])
+        self.assertEqual(BULK_NODES + len(api_nodes),
+                         sum(len(v) for v in expected.values()))
+        return expected, api_nodes
+
+    def _check_api_helpers(self, conn, api_nodes):
+        node = api_nodes[0]
+        harness.make_available(conn, [node])
+        self.assertEqual('available',
+                         conn.baremetal.get_node(node['uuid']).provision_state)
+        instance = str(uuid.uuid4())
+        self.assertEqual(instance, harness.set_instance_uuid(
+            conn, node, instance).instance_id)
+        self.assertIsNone(harness.clear_instance_uuid(conn, node).instance_id)
+
+    def _check_group_filter(self, conn, expected):
+        for group, uuids in expected.items():
+            got = {n.id for n in conn.baremetal.nodes(conductor_group=group)}
+            self.assertEqual(uuids, got, 'conductor_group=%r' % group)
+
+    def _check_failover(self, ironic, conn, expected):
+        rack1 = ironic.conductors_in('rack1')
+        self.assertEqual(2, len(rack1))
+        before = harness.node_conductors(conn, conductor_group='rack1')
+        self.assertEqual(expected['rack1'], set(before))
+        self.assertEqual({c.hostname for c in rack1}, set(before.values()))
+        others = [c for c in ironic.conductors if c.group != 'rack1']
+
+        victim, survivor = rack1
+        ironic.kill_conductor(victim)
+        states = ironic.wait_for_conductors(
+            alive=[survivor] + others, dead=[victim],
+            timeout=FAILOVER_TIMEOUT)
+        self.assertFalse(states[victim.hostname]['alive'])
+
+        def moved():
+            owners = harness.node_conductors(conn, conductor_group='rack1')
+            return set(owners.values()) == {survivor.hostname} and owners
+
+        owners = harness.wait_for(moved, FAILOVER_TIMEOUT,
+                                  'rack1 nodes to move to %s'
+                                  % survivor.hostname)
+        self.assertEqual(expected['rack1'], set(owners))
+        for cond in others:
+            owners = harness.node_conductors(conn,
+                                             conductor_group=cond.group)
+            self.assertEqual({cond.hostname}, set(owners.values()))
+
+    def test_groups_failover_teardown(self):
+        ironic = harness.IronicFixture(db_backend=self.db_backend)
+        self.watch_teardown(ironic)
+        self.useFixture(ironic)
+        conn = harness.connect(ironic.endpoint)
+
+        expected, api_nodes = self._enroll(ironic, conn)
+        self._check_api_helpers(conn, api_nodes)
+        self._check_group_filter(conn, expected)
+        self._check_failover(ironic, conn, expected)
+
+
+class SingleProcessTestCase(TeardownAssertions, base.BaseTestCase):
+    """The all-in-one ``ironic`` on SQLite."""
+
+    def setUp(self):
+        super().setUp()
+        self.quiet_sdk_logs()
+
+    def test_single_process(self):
+        ironic = harness.IronicFixture(mode='single')
+        self.watch_teardown(ironic)
+        self.useFixture(ironic)
+        self.assertEqual('sqlite', ironic.database.backend)
+        conn = harness.connect(ironic.endpoint)
+        nodes = harness.enroll_api(conn, 2, [''])
+        nodes += harness.bulk_enroll(ironic.config_file, 20, [''],
+                                     provision_state='available')
+        harness.make_available(conn, nodes[:2])
+        got = {n.id: n.provision_state
+               for n in conn.baremetal.nodes(details=True)}
+        self.assertEqual({n['uuid']: 'available' for n in nodes}, got)
+        self.assertEqual({'127.0.0.1'},
+                         set(harness.node_conductors(conn).values()))
