@@ -47,6 +47,7 @@ from oslo_log import log as logging
 from ironic_partition._i18n import _
 from ironic_partition import exception
 from ironic_partition import hash_ring
+from ironic_partition import ironic
 from ironic_partition.ring import base
 
 LOG = logging.getLogger(__name__)
@@ -107,7 +108,8 @@ class ConductorRingProvider(base.RingProvider):
     """The conductor-group-aware rings of Ironic's alive conductors.
 
     :param connection: an openstacksdk ``Connection``; conductors are read
-        with ``connection.baremetal.conductors(details=True)``.
+        through :meth:`ironic_partition.ironic.IronicClient.list_conductors`
+        (``GET /v1/conductors?detail=True``).
     :param conductors: a list of conductor dicts, used when ``connection``
         is None; or a callable returning such a list.
     :param use_groups: split rings by conductor group (Ironic's default).
@@ -153,7 +155,11 @@ class ConductorRingProvider(base.RingProvider):
         :returns: a list of conductor dicts or SDK resources.
         """
         if self._connection is not None:
-            return list(self._connection.baremetal.conductors(details=True))
+            # NOTE(ironic-partition): openstacksdk's conductors(details=True)
+            # sends "details", which Ironic ignores, so "drivers" is missing;
+            # our client asks for "detail" explicitly.
+            return ironic.IronicClient(
+                connection=self._connection).list_conductors()
         if callable(self._conductors):
             return list(self._conductors())
         return list(self._conductors)

@@ -151,19 +151,16 @@ class ConductorRingProviderTestCase(base.BaseTestCase):
         ring = provider.ring_for('idrac', 'rack2')
         self.assertEqual({'cond-7': 1}, ring.nodes)
 
-    def test_sdk_connection(self):
-        resources = [mock.Mock(spec=['hostname', 'conductor_group', 'alive',
-                                     'drivers'], **c) for c in CONDUCTORS]
-        connection = mock.Mock()
-        connection.baremetal.conductors.return_value = iter(resources)
-        provider = conductor.ConductorRingProvider(connection=connection)
+    def test_sdk_node_objects(self):
+        # Nodes may be SDK resources rather than dicts. (Reading conductors
+        # through a real connection is tested against a real Ironic in
+        # tests/functional/test_real_ironic.py.)
+        provider = conductor.ConductorRingProvider(conductors=CONDUCTORS)
         sdk_node = mock.Mock(spec=['uuid', 'driver', 'conductor_group'],
                              uuid='1be26c0b-03f2-4d2e-ae87-c02d7f33c123',
                              driver='ipmi', conductor_group='')
         self.assertEqual(_FIXED[sdk_node.uuid],
                          provider.conductor_for(sdk_node))
-        connection.baremetal.conductors.assert_called_once_with(
-            details=True)
 
     def test_without_groups(self):
         provider = conductor.ConductorRingProvider(conductors=CONDUCTORS,
