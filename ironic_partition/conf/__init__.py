@@ -74,6 +74,18 @@ def register_opts(conf):
     database.register_opts(conf)
 
 
+def normalize_host(host):
+    """The canonical form of a host name: stripped and lower-cased.
+
+    Every comparison of host names (peer lists, heartbeats, ring members)
+    goes through this, so a change of case never splits a host in two.
+
+    :param host: a host name.
+    :returns: the host name, stripped and in lower case.
+    """
+    return host.strip().lower()
+
+
 def get_host(conf):
     """This service's own host name, lower-cased.
 
@@ -84,7 +96,7 @@ def get_host(conf):
     host = conf[partition.GROUP].host
     if not host and 'host' in conf:
         host = conf.host
-    return (host or socket.gethostname()).strip().lower()
+    return normalize_host(host or socket.gethostname())
 
 
 def _config_error(option, value, reason, group=ironic.GROUP):
@@ -121,7 +133,7 @@ def normalize_peer_list(values, option='peer_list'):
     seen = {}
     for value in values or ():
         try:
-            host = ironic.check_host(value).lower()
+            host = normalize_host(ironic.check_host(value))
         except ValueError as e:
             raise _config_error(option, list(values), str(e))
         seen.setdefault(host, None)

@@ -34,6 +34,7 @@ from stevedore import driver as stevedore_driver
 from stevedore import exception as stevedore_exc
 
 from ironic_partition._i18n import _
+from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 
 LOG = logging.getLogger(__name__)
@@ -51,15 +52,6 @@ ROLE_AGENT = 'agent'
 ROLES = (ROLE_NOVA_COMPUTE, ROLE_CONDUCTOR, ROLE_AGENT)
 
 
-def normalize_host(host):
-    """Return the canonical (lower-case, stripped) form of a host name.
-
-    :param host: a host name.
-    :returns: the host name in lower case.
-    """
-    return host.strip().lower()
-
-
 def normalize_peers(peer_list):
     """Return a peer list as a frozenset of canonical host names.
 
@@ -68,7 +60,8 @@ def normalize_peers(peer_list):
     """
     if peer_list is None:
         return None
-    return frozenset(normalize_host(p) for p in peer_list if p and p.strip())
+    return frozenset(ip_conf.normalize_host(p) for p in peer_list
+                     if p and p.strip())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,11 +112,11 @@ def compute_membership(host, records, partition_key, peer_list, as_of,
     :param stale: whether ``records`` are the last known ones only.
     :returns: a :class:`Membership`.
     """
-    me = normalize_host(host)
+    me = ip_conf.normalize_host(host)
     peers = normalize_peers(peer_list)
     seen = {}
     for rec in records:
-        name = normalize_host(rec.host)
+        name = ip_conf.normalize_host(rec.host)
         seen[name] = seen.get(name, False) or bool(rec.alive)
     if partition_key is None:
         live = {name for name, alive in seen.items() if alive}
@@ -163,7 +156,7 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         if role not in ROLES:
             raise exception.InvalidRole(role=role, allowed=', '.join(ROLES))
         self.conf = conf
-        self.host = normalize_host(host)
+        self.host = ip_conf.normalize_host(host)
         self.role = role
         self.partition_key = (partition_key.lower()
                               if partition_key is not None else None)

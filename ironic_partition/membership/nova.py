@@ -36,6 +36,7 @@ import types
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
+from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import base
 
@@ -121,7 +122,7 @@ class NovaMembership(base.MembershipBackend):
             ctxt, HYPERVISOR_TYPE)
         records = []
         for svc in services:
-            name = base.normalize_host(svc.host)
+            name = ip_conf.normalize_host(svc.host)
             # NOTE(ironic-partition): like nova, only check the liveness of
             # the services that can be members.
             if peers is not None and name not in peers:

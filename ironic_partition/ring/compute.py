@@ -30,19 +30,11 @@ import threading
 
 from oslo_log import log as logging
 
+from ironic_partition import conf as ip_conf
 from ironic_partition import hash_ring
 from ironic_partition.ring import base
 
 LOG = logging.getLogger(__name__)
-
-
-def normalize_host(host):
-    """Return a host name as it goes on the compute ring.
-
-    :param host: a host name.
-    :returns: the name stripped and lower-cased.
-    """
-    return host.strip().lower()
 
 
 def normalize_members(hosts):
@@ -53,7 +45,7 @@ def normalize_members(hosts):
     :returns: a frozenset of normalized, non-empty host names.
     """
     hosts = getattr(hosts, 'live', hosts)
-    members = (normalize_host(host) for host in hosts if host)
+    members = (ip_conf.normalize_host(host) for host in hosts if host)
     return frozenset(member for member in members if member)
 
 

@@ -43,15 +43,8 @@ import testscenarios
 
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
+from ironic_partition.tests.functional.harness import db as harness_db
 
-ADMIN_URL_ENV = {
-    'postgresql': 'IRONIC_PARTITION_TEST_PG_URL',
-    'mysql': 'IRONIC_PARTITION_TEST_MYSQL_URL',
-}
-DEFAULT_ADMIN_URLS = {
-    'postgresql': 'postgresql+psycopg2://postgres@127.0.0.1:5432/postgres',
-    'mysql': 'mysql+pymysql://root@127.0.0.1:3306/',
-}
 REQUIRE_ENV = 'IRONIC_PARTITION_TEST_REQUIRE_DB'
 
 SCENARIOS = [
@@ -63,18 +56,9 @@ SCENARIOS = [
 _AVAILABLE = {}
 
 
-def admin_url(backend):
-    """Return the administrative URL of a database server.
-
-    :param backend: ``postgresql`` or ``mysql``.
-    :returns: a URL string.
-    """
-    return os.environ.get(ADMIN_URL_ENV[backend],
-                          DEFAULT_ADMIN_URLS[backend])
-
-
 def _admin_engine(backend):
-    return sa.create_engine(admin_url(backend), isolation_level='AUTOCOMMIT',
+    return sa.create_engine(harness_db.admin_url(backend),
+                            isolation_level='AUTOCOMMIT',
                             poolclass=sa.pool.NullPool)
 
 
@@ -94,9 +78,9 @@ def unavailable_reason(backend):
             engine.dispose()
             _AVAILABLE[backend] = None
         except Exception as exc:
+            url = sa_url.make_url(harness_db.admin_url(backend))
             _AVAILABLE[backend] = '%s not reachable at %s: %s' % (
-                backend, sa_url.make_url(admin_url(backend)).render_as_string(
-                    hide_password=True), exc)
+                backend, url.render_as_string(hide_password=True), exc)
     return _AVAILABLE[backend]
 
 
@@ -131,7 +115,7 @@ class DatabaseFixture(fixtures.Fixture):
         finally:
             engine.dispose()
         self.addCleanup(self._drop)
-        url = sa_url.make_url(admin_url(self.backend)).set(
+        url = sa_url.make_url(harness_db.admin_url(self.backend)).set(
             database=self.name)
         self.url = url.render_as_string(hide_password=False)
 
