@@ -275,24 +275,38 @@ class IronicClient(object):
             params['conductor_group'] = conductor_group.lower()
         self.last_calls = 0
         self.last_http_seconds = 0.0
-        nodes = []
-        while True:
-            body = self._get('/nodes', params, MIN_MICROVERSION)
-            page = body.get('nodes')
-            if page is None:
-                raise exception.IronicUnavailable(
-                    endpoint=self.endpoint,
-                    reason='a node list answer without "nodes"')
-            nodes.extend(Node.from_api(n) for n in page)
-            marker = self._next_marker(body)
-            if not page or marker is None:
-                break
-            params['marker'] = marker
+        nodes = [Node.from_api(n) for n in
+                 self._pages('/nodes', 'nodes', params, MIN_MICROVERSION)]
         LOG.debug('Listed %(count)d nodes of group %(group)r in %(calls)d '
                   'calls (%(http).3f s in HTTP)',
                   {'count': len(nodes), 'group': conductor_group,
                    'calls': self.last_calls, 'http': self.last_http_seconds})
         return nodes
+
+    def _pages(self, path, key, params, microversion):
+        """Yield every item of a paginated Ironic list, page by page.
+
+        :param path: the collection's path, e.g. ``/nodes``.
+        :param key: the collection's key in each answer, e.g. ``nodes``.
+        :param params: the query; ``marker`` is set as pages go by.
+        :param microversion: the API microversion to ask for.
+        :returns: a generator of the items' JSON objects.
+        :raises IronicUnavailable: an answer without ``key``, or any
+            failure of :meth:`_get`.
+        """
+        params = dict(params)
+        while True:
+            body = self._get(path, params, microversion)
+            page = body.get(key)
+            if page is None:
+                raise exception.IronicUnavailable(
+                    endpoint=self.endpoint,
+                    reason='a %s list answer without "%s"' % (path, key))
+            yield from page
+            marker = self._next_marker(body)
+            if not page or marker is None:
+                return
+            params['marker'] = marker
 
     @staticmethod
     def _next_marker(body):
@@ -310,19 +324,10 @@ class IronicClient(object):
             ``alive`` and ``drivers``.
         :raises IronicUnavailable: Ironic cannot be reached or failed.
         """
-        conductors = []
         params = {'detail': 'True', 'limit': self.page_size}
-        while True:
-            body = self._get('/conductors', params, CONDUCTOR_MICROVERSION)
-            page = body.get('conductors') or []
-            conductors.extend(
-                {'hostname': c['hostname'],
+        return [{'hostname': c['hostname'],
                  'conductor_group': (c.get('conductor_group') or '').lower(),
                  'alive': bool(c.get('alive')),
                  'drivers': list(c.get('drivers') or ())}
-                for c in page)
-            marker = self._next_marker(body)
-            if not page or marker is None:
-                break
-            params['marker'] = marker
-        return conductors
+                for c in self._pages('/conductors', 'conductors', params,
+                                     CONDUCTOR_MICROVERSION)]

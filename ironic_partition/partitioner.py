@@ -201,9 +201,11 @@ class Partitioner(object):
                 raise exception.PartitionNotReady(reason=e)
             membership = self._read_membership(settings)
             self._live = frozenset(membership.live)
-            ring = self.rings.get_ring(
-                settings.partition_key,
-                keys=[n.id for n in nodes if n.instance_id is None])
+            # NOTE(ironic-partition): only a balanced ring depends on the
+            # key set; don't build it on every refresh for nothing.
+            keys = ([n.id for n in nodes if n.instance_id is None]
+                    if self.rings.mode == 'balanced' else None)
+            ring = self.rings.get_ring(settings.partition_key, keys=keys)
             ownership = rules.partition(nodes, ring, settings.host,
                                         my_instances, instance_hosts)
             managed = frozenset(ownership.managed)

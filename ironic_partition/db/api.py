@@ -50,6 +50,13 @@ LOG = logging.getLogger(__name__)
 #: How often a heartbeat retries after a deadlock or a lost insert race.
 MAX_RETRIES = 10
 
+#: Every write retries deadlocks (and Galera certification failures, which
+#: are reported as deadlocks) the same way.
+_retry = oslo_db_api.wrap_db_retry(max_retries=MAX_RETRIES,
+                                   retry_interval=0.05, max_retry_interval=1,
+                                   inc_retry_interval=True,
+                                   retry_on_deadlock=True)
+
 #: One row of the services table, with liveness evaluated on the server.
 ServiceRecord = collections.namedtuple(
     'ServiceRecord',
@@ -239,10 +246,7 @@ class Connection:
                     **values))
             return result.rowcount
 
-    @oslo_db_api.wrap_db_retry(max_retries=MAX_RETRIES, retry_interval=0.05,
-                               max_retry_interval=1,
-                               inc_retry_interval=True,
-                               retry_on_deadlock=True)
+    @_retry
     def _heartbeat(self, host, role, partition_key, version):
         values = {'partition_key': partition_key, 'version': version,
                   'down': False, 'last_seen': models.utcnow()}
@@ -282,10 +286,7 @@ class Connection:
         self.stats['heartbeats'] += 1
         return created
 
-    @oslo_db_api.wrap_db_retry(max_retries=MAX_RETRIES, retry_interval=0.05,
-                               max_retry_interval=1,
-                               inc_retry_interval=True,
-                               retry_on_deadlock=True)
+    @_retry
     def mark_down(self, host, role):
         """Mark a service as down at once (graceful stop).
 
@@ -295,10 +296,7 @@ class Connection:
         """
         return bool(self._update(host, role, {'down': True}))
 
-    @oslo_db_api.wrap_db_retry(max_retries=MAX_RETRIES, retry_interval=0.05,
-                               max_retry_interval=1,
-                               inc_retry_interval=True,
-                               retry_on_deadlock=True)
+    @_retry
     def delete(self, host, role):
         """Forget a service.
 

@@ -26,7 +26,6 @@ import os
 import uuid
 
 from oslotest import base
-import sqlalchemy
 import testscenarios
 
 from ironic_partition.tests.functional import harness
@@ -37,26 +36,6 @@ LOG = logging.getLogger(__name__)
 BULK_NODES = 1000
 API_NODES_PER_GROUP = 2
 FAILOVER_TIMEOUT = 60
-# NOTE(harness): set by tox's functional env: no silent skips in CI.
-REQUIRE_DB_ENV = 'IRONIC_PARTITION_TEST_REQUIRE_DB'
-
-
-def _server_reachable(backend):
-    """Tell whether the database server of ``backend`` answers.
-
-    :param backend: ``postgresql`` or ``mysql``.
-    :returns: True or False.
-    """
-    engine = sqlalchemy.create_engine(harness_db.admin_url(backend),
-                                      poolclass=sqlalchemy.pool.NullPool)
-    try:
-        with engine.connect():
-            return True
-    except sqlalchemy.exc.DBAPIError as exc:
-        LOG.warning('No %s server: %s', backend, exc)
-        return False
-    finally:
-        engine.dispose()
 
 
 NOISY_LOGGERS = ('keystoneauth', 'openstack', 'urllib3')
@@ -114,12 +93,7 @@ class MultiConductorTestCase(testscenarios.WithScenarios,
     def setUp(self):
         super().setUp()
         self.quiet_sdk_logs()
-        if not _server_reachable(self.db_backend):
-            reason = '%s is not reachable at %s' % (
-                self.db_backend, harness_db.admin_url(self.db_backend))
-            if os.environ.get(REQUIRE_DB_ENV) == '1':
-                self.fail(reason)
-            self.skipTest(reason)
+        harness_db.require_server(self, self.db_backend)
 
     def _enroll(self, ironic, conn):
         groups = ironic.conductor_groups

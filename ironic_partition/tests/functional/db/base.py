@@ -37,7 +37,6 @@ import fixtures
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 from oslotest import base as oslotest_base
-import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 import testscenarios
 
@@ -45,43 +44,11 @@ from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
 from ironic_partition.tests.functional.harness import db as harness_db
 
-REQUIRE_ENV = 'IRONIC_PARTITION_TEST_REQUIRE_DB'
-
 SCENARIOS = [
     ('sqlite', {'backend': 'sqlite'}),
     ('postgresql', {'backend': 'postgresql'}),
     ('mysql', {'backend': 'mysql'}),
 ]
-
-_AVAILABLE = {}
-
-
-def _admin_engine(backend):
-    return sa.create_engine(harness_db.admin_url(backend),
-                            isolation_level='AUTOCOMMIT',
-                            poolclass=sa.pool.NullPool)
-
-
-def unavailable_reason(backend):
-    """Tell why a backend cannot be used, once per process.
-
-    :param backend: ``sqlite``, ``postgresql`` or ``mysql``.
-    :returns: None when usable, else a reason.
-    """
-    if backend == 'sqlite':
-        return None
-    if backend not in _AVAILABLE:
-        try:
-            engine = _admin_engine(backend)
-            with engine.connect() as conn:
-                conn.execute(sa.text('SELECT 1'))
-            engine.dispose()
-            _AVAILABLE[backend] = None
-        except Exception as exc:
-            url = sa_url.make_url(harness_db.admin_url(backend))
-            _AVAILABLE[backend] = '%s not reachable at %s: %s' % (
-                backend, url.render_as_string(hide_password=True), exc)
-    return _AVAILABLE[backend]
 
 
 class DatabaseFixture(fixtures.Fixture):
@@ -103,35 +70,11 @@ class DatabaseFixture(fixtures.Fixture):
             self.url = 'sqlite:///%s' % self.name
             return
         self.name = 'ipart_test_%s' % uuid.uuid4().hex[:12]
-        engine = _admin_engine(self.backend)
-        try:
-            with engine.connect() as conn:
-                if self.backend == 'postgresql':
-                    conn.execute(sa.text('CREATE DATABASE %s' % self.name))
-                else:
-                    conn.execute(sa.text(
-                        'CREATE DATABASE %s CHARACTER SET utf8mb4'
-                        % self.name))
-        finally:
-            engine.dispose()
-        self.addCleanup(self._drop)
+        harness_db.create_database(self.backend, self.name)
+        self.addCleanup(harness_db.drop_database, self.backend, self.name)
         url = sa_url.make_url(harness_db.admin_url(self.backend)).set(
             database=self.name)
         self.url = url.render_as_string(hide_password=False)
-
-    def _drop(self):
-        engine = _admin_engine(self.backend)
-        try:
-            with engine.connect() as conn:
-                if self.backend == 'postgresql':
-                    conn.execute(sa.text(
-                        'DROP DATABASE IF EXISTS %s WITH (FORCE)'
-                        % self.name))
-                else:
-                    conn.execute(sa.text('DROP DATABASE IF EXISTS %s'
-                                         % self.name))
-        finally:
-            engine.dispose()
 
 
 def make_conf(test, **overrides):
@@ -159,10 +102,6 @@ class DatabaseTestCase(testscenarios.WithScenarios,
 
     def setUp(self):
         super().setUp()
-        reason = unavailable_reason(self.backend)
-        if reason:
-            if os.environ.get(REQUIRE_ENV) == '1':
-                self.fail(reason)
-            self.skipTest(reason)
+        harness_db.require_server(self, self.backend)
         self.db = self.useFixture(DatabaseFixture(self.backend))
         self.url = self.db.url

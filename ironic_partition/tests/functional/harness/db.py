@@ -59,6 +59,50 @@ def admin_url(backend):
                           DEFAULT_ADMIN_URLS[backend])
 
 
+#: Set to 1 (tox's functional env does) to fail, not skip, when a server
+#: does not answer: CI must never skip silently.
+REQUIRE_DB_ENV = 'IRONIC_PARTITION_TEST_REQUIRE_DB'
+
+_UNAVAILABLE = {}
+
+
+def unavailable_reason(backend):
+    """Tell why a database server cannot be used, once per process.
+
+    :param backend: ``sqlite``, ``postgresql`` or ``mysql``.
+    :returns: None when usable, else a reason (password masked).
+    """
+    if backend == 'sqlite':
+        return None
+    if backend not in _UNAVAILABLE:
+        engine = _engine(backend)
+        try:
+            with engine.connect() as conn:
+                conn.execute(sqlalchemy.text('SELECT 1'))
+            _UNAVAILABLE[backend] = None
+        except sqlalchemy.exc.DBAPIError as exc:
+            url = sa_url.make_url(admin_url(backend))
+            _UNAVAILABLE[backend] = '%s not reachable at %s: %s' % (
+                backend, url.render_as_string(hide_password=True), exc)
+        finally:
+            engine.dispose()
+    return _UNAVAILABLE[backend]
+
+
+def require_server(test, backend):
+    """Skip ``test`` when the server is missing, or fail it under CI.
+
+    :param test: the running test case.
+    :param backend: ``sqlite``, ``postgresql`` or ``mysql``.
+    :returns: None
+    """
+    reason = unavailable_reason(backend)
+    if reason:
+        if os.environ.get(REQUIRE_DB_ENV) == '1':
+            test.fail(reason)
+        test.skipTest(reason)
+
+
 def unique_name():
     """Return a fresh database name, recognisable as ours.
 
