@@ -21,6 +21,7 @@ that teardown leaves no process and no database behind.
 """
 
 import collections
+import fcntl
 import logging
 import os
 import uuid
@@ -30,6 +31,7 @@ import testscenarios
 
 from ironic_partition.tests.functional import harness
 from ironic_partition.tests.functional.harness import db as harness_db
+from ironic_partition.tests.functional.harness import ironic as harness_ironic
 
 LOG = logging.getLogger(__name__)
 
@@ -187,3 +189,24 @@ class SingleProcessTestCase(TeardownAssertions, base.BaseTestCase):
         self.assertEqual({n['uuid']: 'available' for n in nodes}, got)
         self.assertEqual({'127.0.0.1'},
                          set(harness.node_conductors(conn).values()))
+
+
+class TestFreePort(base.BaseTestCase):
+    """Ports for conductors and proxies never race outgoing connections."""
+
+    def test_ports_are_outside_the_ephemeral_range_and_locked(self):
+        low, high = harness_ironic._ephemeral_range()
+        ports = [harness_ironic.free_port() for _ in range(20)]
+        self.assertEqual(len(ports), len(set(ports)))
+        for port in ports:
+            self.assertFalse(low <= port <= high, port)
+            # Another open file description (as a second stestr worker
+            # would have) cannot take the reservation.
+            path = os.path.join(harness_ironic._PORT_LOCK_DIR,
+                                '%d.lock' % port)
+            fd = os.open(path, os.O_RDWR)
+            try:
+                self.assertRaises(OSError, fcntl.flock, fd,
+                                  fcntl.LOCK_EX | fcntl.LOCK_NB)
+            finally:
+                os.close(fd)

@@ -27,6 +27,8 @@ import threading
 import fixtures
 from oslo_log import log as logging
 
+from ironic_partition.tests.functional.harness import ironic as harness
+
 LOG = logging.getLogger(__name__)
 
 
@@ -56,11 +58,15 @@ class TCPProxy(fixtures.Fixture):
 
         :returns: None
         """
+        if self.port is None:
+            # Reserved below the ephemeral range: once cut, the port must
+            # not become some outgoing connection's local port before the
+            # proxy listens on it again.
+            self.port = harness.free_port()
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(('127.0.0.1', self.port or 0))
+        listener.bind(('127.0.0.1', self.port))
         listener.listen(64)
-        self.port = listener.getsockname()[1]
         self._listener = listener
         self._accepting.set()
         thread = threading.Thread(target=self._accept, args=(listener,),

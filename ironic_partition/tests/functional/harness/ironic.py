@@ -21,9 +21,11 @@ cleanups stop every group and drop the database, whatever the test did.
 
 import collections
 import configparser
+import fcntl
 import json
 import logging
 import os
+import random
 import re
 import shutil
 import signal
@@ -100,15 +102,72 @@ class HarnessError(Exception):
     """The harness could not bring Ironic to the requested state."""
 
 
+# Ports handed out by free_port(), with the lock file that reserves each
+# one for the life of this process.
+_RESERVED_PORTS = {}
+_PORT_LOCK_DIR = os.path.join(tempfile.gettempdir(),
+                              'ironic-partition-test-ports')
+_PORT_FLOOR = 20000
+
+
+def _ephemeral_range():
+    """The kernel's range for outgoing connections' local ports."""
+    try:
+        with open('/proc/sys/net/ipv4/ip_local_port_range') as stream:
+            low, high = (int(x) for x in stream.read().split())
+            return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def _port_candidates():
+    """Ports outside the ephemeral range, in a per-process random order."""
+    low, high = _ephemeral_range()
+    if low - _PORT_FLOOR >= 1000:
+        ports = list(range(_PORT_FLOOR, low))
+    else:
+        ports = list(range(high + 1, 65536))
+    random.Random(os.getpid() ^ time.monotonic_ns()).shuffle(ports)
+    return ports
+
+
 def free_port(host='127.0.0.1'):
-    """Return a TCP port that is free on ``host`` right now.
+    """Return a TCP port reserved for this process that nothing listens on.
+
+    ``bind(0)`` then ``close()`` is racy: the port comes from the kernel's
+    ephemeral range, so any outgoing connection (to the database, to
+    RabbitMQ) may take it as its local port before the conductor binds it,
+    and the conductor then fails with ``EADDRINUSE``. So the port is taken
+    from below the ephemeral range, which the kernel never hands out on
+    its own, and reserved against other test processes (stestr workers,
+    benchmarks) by an exclusive lock on a file named after it, held until
+    this process exits.
 
     :param host: the address to probe.
     :returns: the port number.
+    :raises: HarnessError when no port could be reserved.
     """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+    os.makedirs(_PORT_LOCK_DIR, exist_ok=True)
+    for port in _port_candidates():
+        if port in _RESERVED_PORTS:
+            continue
+        path = os.path.join(_PORT_LOCK_DIR, '%d.lock' % port)
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((host, port))
+        except OSError:
+            os.close(fd)
+            continue
+        _RESERVED_PORTS[port] = fd
+        return port
+    raise HarnessError('no free TCP port to reserve on %s' % host)
 
 
 def bin_path(name, bin_dir=None):
