@@ -76,6 +76,9 @@ class Membership:
         the last membership known.
     :param as_of: when the membership was read, by the source's clock
         (an aware UTC ``datetime``), or None when the source has no clock.
+    :param elsewhere: hosts that are alive but heartbeat another
+        partition key than this service's (with a peer list, only those
+        in it): they serve another group and are not ring members here.
     """
 
     live: frozenset
@@ -83,6 +86,7 @@ class Membership:
     never_seen: frozenset = frozenset()
     stale: bool = False
     as_of: datetime.datetime = None
+    elsewhere: frozenset = frozenset()
 
     def replace(self, **changes):
         """Return a copy with some fields changed.
@@ -102,7 +106,12 @@ def compute_membership(host, records, partition_key, peer_list, as_of,
       ``peer_list`` only (none other when ``peer_list`` is empty or None,
       as nova does for shards).
 
-    This service is always live.
+    This service is always live. A record that carries the partition key
+    its service heartbeats with (the database backend's do) counts as live
+    only when that key is this service's: a peer still listed in
+    ``peer_list`` but serving another group is reported in
+    ``elsewhere``, not given a share of this group that it would never
+    report. Records without the attribute (nova's) are taken as they are.
 
     :param host: this service's host name.
     :param records: an iterable of objects with ``host`` and ``alive``.
@@ -114,10 +123,20 @@ def compute_membership(host, records, partition_key, peer_list, as_of,
     """
     me = ip_conf.normalize_host(host)
     peers = normalize_peers(peer_list)
+    mine = partition_key.lower() if partition_key is not None else None
     seen = {}
+    elsewhere = set()
     for rec in records:
         name = ip_conf.normalize_host(rec.host)
-        seen[name] = seen.get(name, False) or bool(rec.alive)
+        alive = bool(rec.alive)
+        key = getattr(rec, 'partition_key', mine)
+        if alive and (key.lower() if key is not None else None) != mine:
+            elsewhere.add(name)
+            alive = False
+        seen[name] = seen.get(name, False) or alive
+    # NOTE(ironic-partition): a host with a live record of this partition
+    # is here, whatever other records it has.
+    elsewhere -= {name for name, alive in seen.items() if alive}
     if partition_key is None:
         live = {name for name, alive in seen.items() if alive}
         dead = {name for name, alive in seen.items() if not alive}
@@ -128,12 +147,16 @@ def compute_membership(host, records, partition_key, peer_list, as_of,
         dead = {name for name in peers
                 if name in seen and not seen[name]}
         never_seen = {name for name in peers if name not in seen}
+    if partition_key is not None:
+        elsewhere &= peers
+    dead -= elsewhere
     live.add(me)
     dead.discard(me)
     never_seen.discard(me)
+    elsewhere.discard(me)
     return Membership(live=frozenset(live), dead=frozenset(dead),
                       never_seen=frozenset(never_seen), stale=stale,
-                      as_of=as_of)
+                      as_of=as_of, elsewhere=frozenset(elsewhere))
 
 
 class MembershipBackend(metaclass=abc.ABCMeta):

@@ -49,6 +49,23 @@ class TestComputeMembership(test_base.BaseTestCase):
         m = base.compute_membership('me', self.records, 'g', None, None)
         self.assertEqual({'me'}, m.live)
 
+    def test_peer_serving_another_key_is_elsewhere(self):
+        KRec = collections.namedtuple('KRec',
+                                      ['host', 'alive', 'partition_key'])
+        records = [KRec('a', True, 'RACK1'), KRec('b', True, 'rack2'),
+                   KRec('c', True, None), KRec('d', False, 'rack2'),
+                   KRec('e', True, 'rack2'), KRec('e', True, 'rack1')]
+        m = base.compute_membership('me', records, 'rack1',
+                                    ['a', 'b', 'c', 'd', 'e'], None)
+        self.assertEqual({'a', 'e', 'me'}, m.live)
+        self.assertEqual({'b', 'c'}, m.elsewhere)
+        self.assertEqual({'d'}, m.dead)
+        # Partitioning off: only services with partitioning off.
+        m = base.compute_membership('me', records, None, None, None)
+        self.assertEqual({'c', 'me'}, m.live)
+        self.assertEqual({'a', 'b', 'e'}, m.elsewhere)
+        self.assertEqual({'d'}, m.dead)
+
     def test_membership_is_immutable(self):
         m = base.Membership(live=frozenset({'a'}))
         self.assertRaises(dataclasses.FrozenInstanceError, setattr, m,
