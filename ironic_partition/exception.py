@@ -214,3 +214,139 @@ class UnknownRingKey(RingProviderError, LookupError):
     msg_fmt = _("No alive conductor serves hardware type %(driver)r in "
                 "conductor group %(group)r (ring key %(key)r). Known ring "
                 "keys: %(known)s.")
+
+
+# Operator CLI and partition agent (ironic_partition/cmd).
+
+
+class InvalidCommandInput(IronicPartitionException):
+    """A command-line value of ``ironic-partition`` is unusable."""
+
+    msg_fmt = _("Invalid value %(value)r for %(option)s: %(reason)s")
+
+
+class UnknownConductorGroup(ConfigurationError):
+    """``[ironic] partition_key`` names no conductor group of Ironic."""
+
+    msg_fmt = _("[ironic] partition_key %(group)r is not a conductor group "
+                "of Ironic at %(endpoint)s: no conductor is registered in "
+                "it. Known groups: %(known)s. Fix partition_key, or start "
+                "an ironic-conductor with [conductor] conductor_group = "
+                "%(group)s.")
+
+
+# Allocations (ironic_partition/allocations.py): reserving a node of this
+# service's own partition through Ironic's allocation API.
+
+
+class AllocationError(IronicPartitionException):
+    """Base class of the errors of reserving and releasing nodes."""
+
+    msg_fmt = _("Allocation error: %(reason)s")
+
+
+class AllocationsNotSupported(AllocationError):
+    """Ironic is too old for the allocation API."""
+
+    msg_fmt = _("Ironic at %(endpoint)s does not support allocations: they "
+                "need API version %(needed)s or newer (Ironic 12.1, Stein), "
+                "and it supports up to %(supported)s.")
+
+
+class AllocationRequestRefused(IronicRequestError, AllocationError):
+    """Ironic refused an allocation request (HTTP 4xx)."""
+
+    msg_fmt = _("Ironic refused %(method)s %(path)s (HTTP %(status)s): "
+                "%(reason)s")
+
+    @property
+    def status(self):
+        """The HTTP status code of Ironic's answer."""
+        return self.kwargs.get('status')
+
+
+class InvalidAllocationRequest(AllocationError, ValueError):
+    """A reservation request that Ironic would refuse; nothing was sent."""
+
+    msg_fmt = _("Invalid %(field)s %(value)r: %(allowed)s")
+
+
+class InvalidResourceClass(InvalidAllocationRequest):
+    """The resource class is empty, too long or not printable."""
+
+    msg_fmt = _("Invalid resource class %(value)r: %(reason)s. A resource "
+                "class is the node's resource_class as Ironic stores it: "
+                "1 to %(max)d printable characters.")
+
+
+class InvalidTrait(InvalidAllocationRequest):
+    """A trait is neither a custom trait nor a standard (os-traits) one."""
+
+    msg_fmt = _("Invalid trait %(value)r: %(reason)s. A trait is either "
+                "CUSTOM_ followed by one or more of A-Z, 0-9 and \"_\", or "
+                "a standard trait of the os-traits library (such as "
+                "HW_CPU_X86_AVX2), at most %(max)d characters.")
+
+
+class InvalidAllocationName(InvalidAllocationRequest):
+    """The allocation name is not a valid Ironic logical name."""
+
+    msg_fmt = _("Invalid allocation name %(value)r: a name has 1 to "
+                "%(max)d characters among A-Z, a-z, 0-9, \"-\", \".\", "
+                "\"_\" and \"~\".")
+
+
+class InvalidInstanceUUID(InvalidAllocationRequest):
+    """The instance UUID is not a UUID."""
+
+    msg_fmt = _("Invalid instance UUID %(value)r: it must be a UUID such "
+                "as 1c6a1e2b-8b4f-4a0e-9f65-3d1f5c9a7b21.")
+
+
+class NoMatchingNode(AllocationError):
+    """No node of this service's partition can satisfy the request."""
+
+    msg_fmt = _("No node of %(partition)s matches resource class "
+                "%(resource_class)r with traits %(traits)s: the candidates "
+                "were restricted to the nodes this service (host %(host)s) "
+                "manages there, and none of the %(considered)d instance-less "
+                "nodes considered (%(with_class)d of them with that "
+                "resource class at the last refresh) is available with that "
+                "resource class and those traits. Nodes outside this "
+                "partition are never used. %(detail)s")
+
+
+class AllocationFailed(AllocationError):
+    """Ironic put the allocation in the ``error`` state."""
+
+    msg_fmt = _("Ironic could not allocate a node for allocation "
+                "%(allocation)s (resource class %(resource_class)r, traits "
+                "%(traits)s) in %(partition)s: %(last_error)s; the "
+                "allocation %(cleanup)s.")
+
+
+class AllocationTimeout(AllocationError):
+    """The allocation did not become active in time."""
+
+    msg_fmt = _("Allocation %(allocation)s (resource class "
+                "%(resource_class)r, traits %(traits)s) did not become "
+                "active within %(timeout)s s (last state: %(state)s); it "
+                "%(cleanup)s. Raise [ironic_partition] allocation_timeout "
+                "(or the timeout of the request) if Ironic is slow.")
+
+
+class AllocationConflict(AllocationError):
+    """An allocation with the same UUID (instance) or name exists."""
+
+    msg_fmt = _("Ironic already has an allocation with UUID %(uuid)s or "
+                "name %(name)r: %(reason)s. Release it first, or use "
+                "another instance UUID or name.")
+
+
+class ReleaseRefused(AllocationError):
+    """Ironic refused to delete an allocation."""
+
+    msg_fmt = _("Ironic refused to delete allocation %(allocation)s of node "
+                "%(node)s: %(reason)s. The allocation of a deployed node "
+                "goes away when the node is undeployed (or may be deleted "
+                "in maintenance mode).")

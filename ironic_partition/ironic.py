@@ -36,6 +36,7 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from openstack import connection
 from openstack import exceptions as sdk_exc
+from openstack import utils as sdk_utils
 from oslo_log import log as logging
 import requests
 
@@ -68,7 +69,38 @@ _SHARED_STRINGS = ('conductor_group', 'driver', 'power_state',
                    'target_provision_state', 'resource_class')
 
 
-class Node(object):
+class _Record(object):
+    """A slim, read-only record with ``__slots__`` and an ``id``.
+
+    Subclasses list their fields in ``__slots__``; fields not given are
+    ``None``. Records compare equal field by field and hash by ``id``.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, **fields):
+        for name in self.__slots__:
+            object.__setattr__(self, name, fields.get(name))
+
+    @property
+    def uuid(self):
+        """The UUID (API name of ``id``)."""
+        return self.id
+
+    def __setattr__(self, name, value):
+        raise AttributeError('%s records are read-only'
+                             % type(self).__name__)
+
+    def __eq__(self, other):
+        return (isinstance(other, type(self))
+                and all(getattr(self, n) == getattr(other, n)
+                        for n in self.__slots__))
+
+    def __hash__(self):
+        return hash(self.id)
+
+
+class Node(_Record):
     """A slim, read-only view of one Ironic node.
 
     Attribute names follow openstacksdk's ``Node`` (``id``,
@@ -80,10 +112,6 @@ class Node(object):
                  'power_state', 'target_power_state', 'provision_state',
                  'target_provision_state', 'last_error', 'is_maintenance',
                  'properties', 'traits', 'resource_class')
-
-    def __init__(self, **fields):
-        for name in self.__slots__:
-            object.__setattr__(self, name, fields.get(name))
 
     @classmethod
     def from_api(cls, body):
@@ -105,25 +133,9 @@ class Node(object):
         return cls(**fields)
 
     @property
-    def uuid(self):
-        """The node's UUID (API name)."""
-        return self.id
-
-    @property
     def instance_uuid(self):
         """The node's instance UUID (API name), or ``None``."""
         return self.instance_id
-
-    def __setattr__(self, name, value):
-        raise AttributeError('Node records are read-only')
-
-    def __eq__(self, other):
-        return (isinstance(other, Node)
-                and all(getattr(self, n) == getattr(other, n)
-                        for n in self.__slots__))
-
-    def __hash__(self):
-        return hash(self.id)
 
     def __repr__(self):
         return '<Node %s instance=%s group=%r>' % (
@@ -214,8 +226,12 @@ class IronicClient(object):
                     self._conf, GROUP)
                 session = ks_loading.load_session_from_conf_options(
                     self._conf, GROUP, auth=auth)
+                # NOTE(ironic-partition): only the baremetal service; with
+                # nova's CONF the SDK would otherwise try (and warn about)
+                # every service nova has options for.
                 self._connection = connection.Connection(
-                    session=session, oslo_conf=self._conf)
+                    session=session, oslo_conf=self._conf,
+                    service_types={'baremetal'})
             except (ks_exc.ClientException, sdk_exc.SDKException) as e:
                 raise exception.IronicUnavailable(
                     endpoint=self.endpoint, reason=e)
@@ -331,3 +347,218 @@ class IronicClient(object):
                  'drivers': list(c.get('drivers') or ())}
                 for c in self._pages('/conductors', 'conductors', params,
                                      CONDUCTOR_MICROVERSION)]
+
+    # -- Allocations (API 1.52+) ------------------------------------------
+    #
+    # NOTE(ironic-partition): Ironic marks the node with the allocation
+    # itself: when an allocation becomes active, the node's instance_uuid
+    # is set to the allocation's UUID in the same database transaction
+    # (and cleared when the allocation is deleted). Creating the
+    # allocation with uuid=<instance UUID> therefore marks the node with
+    # the instance atomically; no separate PATCH of instance_uuid is
+    # needed, and none is offered here.
+
+    def _allocation_call(self, method, path, func, *args,
+                         allow_missing=False, **kwargs):
+        """Run one SDK allocation call, wrapping its errors.
+
+        The mapping is the one of :meth:`_get`: 5xx, 401, 403, 408 and
+        transport errors mean Ironic is unavailable; any other 4xx means it
+        refused the request.
+
+        :param method: the HTTP method, for messages.
+        :param path: the API path, for messages.
+        :param func: the SDK proxy method.
+        :param allow_missing: return None on HTTP 404 (the object does
+            not exist) instead of raising.
+        :returns: what ``func`` returns.
+        :raises IronicUnavailable: Ironic cannot be reached or failed.
+        :raises AllocationRequestRefused: Ironic refused the request.
+        """
+        start = time.monotonic()
+        try:
+            return func(*args, **kwargs)
+        except sdk_exc.NotFoundException as e:
+            if allow_missing:
+                return None
+            raise exception.IronicUnavailable(endpoint=self.endpoint,
+                                              reason=e)
+        except sdk_exc.HttpException as e:
+            status = e.status_code or 0
+            if status >= 500 or status in (401, 403, 404, 408):
+                raise exception.IronicUnavailable(
+                    endpoint=self.endpoint, reason=e)
+            raise exception.AllocationRequestRefused(
+                method=method, path=path, status=status,
+                reason=e.details or e)
+        except (ks_exc.ClientException, sdk_exc.SDKException,
+                requests.RequestException, ValueError) as e:
+            raise exception.IronicUnavailable(endpoint=self.endpoint,
+                                              reason=e)
+        finally:
+            self.last_http_seconds += time.monotonic() - start
+
+    def _allocation_proxy(self):
+        """The baremetal proxy, once Ironic is known to offer allocations.
+
+        :returns: the SDK baremetal proxy.
+        :raises AllocationsNotSupported: Ironic is older than API 1.52.
+        :raises IronicUnavailable: version discovery failed.
+        """
+        # NOTE(ironic-partition): the proxy discovers the endpoint on first
+        # use, which fails like any other call when Ironic is down.
+        proxy = self._allocation_call('GET', '/',
+                                      lambda: self.connection.baremetal)
+        # NOTE(ironic-partition): checked once per proxy; reset() builds a
+        # new connection (and so a new proxy) that is checked again.
+        if getattr(self, '_allocations_checked', None) is proxy:
+            return proxy
+        supported = self._allocation_call(
+            'GET', '/', sdk_utils.supports_microversion, proxy,
+            ALLOCATION_MICROVERSION)
+        if not supported:
+            data = self._allocation_call('GET', '/', proxy.get_endpoint_data)
+            highest = getattr(data, 'max_microversion', None)
+            raise exception.AllocationsNotSupported(
+                endpoint=self.endpoint, needed=ALLOCATION_MICROVERSION,
+                supported=('%d.%d' % tuple(highest[:2]) if highest
+                           else 'no microversion at all'))
+        self._allocations_checked = proxy
+        return proxy
+
+    def create_allocation(self, resource_class, candidate_nodes,
+                          traits=None, name=None, uuid=None, extra=None):
+        """Ask Ironic to reserve one of ``candidate_nodes``.
+
+        Ironic answers at once with the allocation in the ``allocating``
+        state and processes it in a conductor thread: poll
+        :meth:`get_allocation` until it is ``active`` or ``error``.
+
+        :param resource_class: the node resource class to match (required).
+        :param candidate_nodes: node UUIDs the allocation may use; it must
+            not be empty (Ironic reads an empty list as "any node").
+        :param traits: traits every candidate must have.
+        :param name: a unique name for the allocation.
+        :param uuid: the allocation's UUID, which Ironic also sets as the
+            node's ``instance_uuid``; Ironic generates one when None.
+        :param extra: a dict of metadata stored with the allocation.
+        :returns: an :class:`Allocation`.
+        :raises ValueError: ``candidate_nodes`` is empty.
+        :raises AllocationsNotSupported: Ironic is older than API 1.52.
+        :raises IronicUnavailable: Ironic cannot be reached or failed.
+        :raises AllocationRequestRefused: Ironic refused the request (400:
+            invalid value or unknown candidate; 409: the UUID or name is
+            taken).
+        """
+        if not candidate_nodes:
+            raise ValueError('An allocation needs at least one candidate '
+                             'node; Ironic would read an empty list as '
+                             '"any node"')
+        attrs = {'resource_class': resource_class,
+                 'candidate_nodes': list(candidate_nodes)}
+        if traits:
+            attrs['traits'] = list(traits)
+        if name is not None:
+            attrs['name'] = name
+        if uuid is not None:
+            attrs['uuid'] = uuid
+        if extra:
+            attrs['extra'] = dict(extra)
+        proxy = self._allocation_proxy()
+        res = self._allocation_call('POST', '/allocations',
+                                    proxy.create_allocation, **attrs)
+        return Allocation.from_sdk(res)
+
+    def get_allocation(self, allocation):
+        """Read one allocation.
+
+        :param allocation: its UUID or name.
+        :returns: an :class:`Allocation`, or None when it does not exist.
+        :raises IronicUnavailable: Ironic cannot be reached or failed.
+        :raises AllocationRequestRefused: Ironic refused the request.
+        """
+        proxy = self._allocation_proxy()
+        res = self._allocation_call(
+            'GET', '/allocations/%s' % allocation, proxy.get_allocation,
+            allocation, allow_missing=True)
+        if res is None:
+            return None
+        return Allocation.from_sdk(res)
+
+    def delete_allocation(self, allocation):
+        """Delete an allocation; a missing one is not an error.
+
+        Ironic clears the node's ``instance_uuid`` (and ``allocation_uuid``)
+        in the same transaction.
+
+        :param allocation: its UUID or name.
+        :returns: True when it was deleted, False when it did not exist.
+        :raises IronicUnavailable: Ironic cannot be reached or failed.
+        :raises AllocationRequestRefused: Ironic refused (409 when the node
+            is deployed and not in maintenance).
+        """
+        proxy = self._allocation_proxy()
+        res = self._allocation_call(
+            'DELETE', '/allocations/%s' % allocation,
+            proxy.delete_allocation, allocation, ignore_missing=True)
+        return res is not None
+
+    def list_allocations(self, **filters):
+        """List allocations, every page.
+
+        :param filters: API filters: ``node`` (UUID or name; Ironic
+            answers 400 for an unknown node), ``resource_class``,
+            ``state``, ``owner``.
+        :returns: a list of :class:`Allocation`.
+        :raises IronicUnavailable: Ironic cannot be reached or failed.
+        :raises AllocationRequestRefused: Ironic refused the query.
+        """
+        proxy = self._allocation_proxy()
+        query = dict(filters)
+        query.setdefault('limit', self.page_size)
+        return self._allocation_call(
+            'GET', '/allocations',
+            lambda: [Allocation.from_sdk(a)
+                     for a in proxy.allocations(**query)])
+
+
+#: The first API version with allocations (Ironic 12.1, Stein).
+ALLOCATION_MICROVERSION = '1.52'
+
+#: The states of an allocation.
+ALLOCATION_ALLOCATING = 'allocating'
+ALLOCATION_ACTIVE = 'active'
+ALLOCATION_ERROR = 'error'
+
+
+class Allocation(_Record):
+    """A read-only view of one Ironic allocation.
+
+    Attribute names follow openstacksdk's ``Allocation``: ``id`` is the
+    allocation's UUID and ``node_id`` the UUID of the node it holds.
+    """
+
+    __slots__ = ('id', 'name', 'state', 'node_id', 'resource_class',
+                 'traits', 'candidate_nodes', 'last_error', 'extra')
+
+    @classmethod
+    def from_sdk(cls, res):
+        """Build a record from an SDK ``Allocation`` resource.
+
+        :param res: an ``openstack.baremetal.v1.allocation.Allocation``.
+        :returns: an :class:`Allocation`.
+        """
+        return cls(id=res.id, name=res.name, state=res.state,
+                   node_id=res.node_id, resource_class=res.resource_class,
+                   traits=tuple(res.traits or ()),
+                   candidate_nodes=tuple(res.candidate_nodes or ()),
+                   last_error=res.last_error, extra=dict(res.extra or {}))
+
+    @property
+    def node_uuid(self):
+        """The allocated node's UUID (API name), or ``None``."""
+        return self.node_id
+
+    def __repr__(self):
+        return '<Allocation %s state=%s node=%s>' % (
+            self.id, self.state, self.node_id)
