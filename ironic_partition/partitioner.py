@@ -20,13 +20,23 @@ The nova driver mixin, the partition agent and the CLI all build a
 1. lists the nodes of this service's conductor group from Ironic;
 2. reads the live peers from the membership backend;
 3. builds (or reuses) the ring of those peers;
-4. applies :func:`ironic_partition.rules.partition`.
+4. applies :func:`ironic_partition.rules.partition`;
+5. when ownership claims are on (:mod:`ironic_partition.claims`), runs a
+   claim round: the instance-less nodes the ring gives this service are
+   reported only while it holds a valid claim on them.
 
 Faults fail closed: when Ironic cannot be listed, or the membership has
 been unknown for longer than ``membership_stale_timeout``, the refresh
 raises :class:`~ironic_partition.exception.PartitionNotReady` and the last
 good result stays available for status reporting. It never returns an
 empty or partial partition in place of an error.
+
+Claims fail closed differently: a claim round that cannot reach the
+database keeps reporting the claimed nodes until the lease runs out by
+the local clock, then reports none of them (fenced); the nodes whose
+instance this service owns are reported whatever happens. Use
+:meth:`Partitioner.reported_nodes` when acting on a result later than
+the refresh that produced it: it applies the fence at that instant.
 """
 
 import dataclasses
@@ -35,6 +45,7 @@ import time
 
 from oslo_log import log as logging
 
+from ironic_partition import claims as claims_mod
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.ring import compute
@@ -58,6 +69,22 @@ class RefreshResult(object):
     :param api_calls: Ironic API calls made.
     :param http_seconds: seconds spent in those calls.
     :param seconds: seconds the whole refresh took.
+    :param ring_ownership: the :data:`~ironic_partition.rules.Ownership`
+        the rules decided before claims; ``ownership`` is the same with
+        ``by_ring`` (and ``managed``) cut down to the claimed nodes. Equal
+        to ``ownership`` when claims are off.
+    :param claims: the :class:`~ironic_partition.claims.ClaimOutcome` of
+        this refresh's claim round, or None when claims are off.
+    :param claimed: UUIDs whose claim was taken in this refresh.
+    :param released: UUIDs whose claim was released in this refresh.
+    :param fenced: ring nodes not reported because no valid claim could
+        be proven (database unreachable, or lease run out locally).
+    :param waiting: ring nodes not reported because another service still
+        holds a valid claim on them.
+    :param valid_until: the monotonic instant until which the claimed
+        nodes in ``nodes`` may be reported, or None when claims are off
+        (then there is no limit) or no claimed node is reported.
+    :param claim_seconds: seconds the claim round took.
     """
 
     settings: object
@@ -70,6 +97,14 @@ class RefreshResult(object):
     api_calls: int
     http_seconds: float
     seconds: float
+    ring_ownership: object = None
+    claims: object = None
+    claimed: frozenset = frozenset()
+    released: frozenset = frozenset()
+    fenced: frozenset = frozenset()
+    waiting: frozenset = frozenset()
+    valid_until: float = None
+    claim_seconds: float = 0.0
 
     @property
     def members(self):
@@ -85,17 +120,28 @@ class Partitioner(object):
     :param client: an :class:`~ironic_partition.ironic.IronicClient`.
     :param membership: a started
         :class:`~ironic_partition.membership.base.MembershipBackend`.
-    :param clock: a monotonic clock, for the staleness bound.
+    :param clock: a monotonic clock, for the staleness bound and the
+        claim leases.
+    :param claims: a :class:`~ironic_partition.claims.ClaimManager`;
+        None (the default) builds one as ``[ironic_partition] claims``
+        says, False turns claims off.
     :raises ConfigurationError: when the settings are invalid at start.
     """
 
-    def __init__(self, conf, client, membership, clock=time.monotonic):
+    def __init__(self, conf, client, membership, clock=time.monotonic,
+                 claims=None):
         self.conf = conf
         self.client = client
         self.membership = membership
         self._clock = clock
         self._lock = threading.Lock()
         self._settings = ip_conf.validate(conf)
+        if claims is None:
+            claims = claims_mod.from_conf(conf, membership,
+                                          self._settings.host, clock=clock)
+        #: The :class:`~ironic_partition.claims.ClaimManager`, or None
+        #: when claims are off.
+        self.claims = claims or None
         self._live = frozenset()
         group = conf.ironic_partition
         self.rings = compute.ComputeRingProvider(
@@ -180,6 +226,13 @@ class Partitioner(object):
                      'left': timeout - age})
         return membership
 
+    def _keepalive(self):
+        # NOTE(ironic-partition): a refresh that cannot list the nodes
+        # still renews the claims it holds, so an Ironic outage does not
+        # make every service drop its nodes once the lease runs out.
+        if self.claims is not None:
+            self.claims.keepalive()
+
     def refresh(self, my_instances=(), instance_hosts=None):
         """Compute the partition now.
 
@@ -198,16 +251,22 @@ class Partitioner(object):
                     conductor_group=settings.partition_key)
             except (exception.IronicUnavailable,
                     exception.IronicRequestError) as e:
+                self._keepalive()
                 raise exception.PartitionNotReady(reason=e)
-            membership = self._read_membership(settings)
+            try:
+                membership = self._read_membership(settings)
+            except exception.PartitionNotReady:
+                self._keepalive()
+                raise
             self._live = frozenset(membership.live)
             # NOTE(ironic-partition): only a balanced ring depends on the
             # key set; don't build it on every refresh for nothing.
             keys = ([n.id for n in nodes if n.instance_id is None]
                     if self.rings.mode == 'balanced' else None)
             ring = self.rings.get_ring(settings.partition_key, keys=keys)
-            ownership = rules.partition(nodes, ring, settings.host,
-                                        my_instances, instance_hosts)
+            ring_ownership = rules.partition(nodes, ring, settings.host,
+                                             my_instances, instance_hosts)
+            ownership, outcome = self._claim(ring_ownership, settings)
             managed = frozenset(ownership.managed)
             by_id = {n.id: n for n in nodes if n.id in managed}
             previous = (frozenset(self.last_result.nodes)
@@ -218,11 +277,100 @@ class Partitioner(object):
                 gained=managed - previous, lost=previous - managed,
                 api_calls=self.client.last_calls,
                 http_seconds=self.client.last_http_seconds,
-                seconds=self._clock() - start)
+                seconds=self._clock() - start,
+                ring_ownership=ring_ownership, **self._claim_fields(outcome))
             self.last_result = result
             announce, self._announce = self._announce, False
         self._log(result, announce)
         return result
+
+    def _claim(self, ownership, settings):
+        """Cut the ring's nodes down to those this service holds claims on.
+
+        :param ownership: the rules' :data:`~ironic_partition.rules.
+            Ownership`.
+        :param settings: the partition settings in force.
+        :returns: ``(ownership to report, ClaimOutcome or None)``.
+        """
+        if self.claims is None:
+            return ownership, None
+        outcome = self.claims.round(ownership.by_ring, ownership.by_instance,
+                                    partition_key=settings.partition_key)
+        by_ring = tuple(u for u in ownership.by_ring
+                        if u in outcome.ring_reported)
+        return ownership._replace(
+            managed=tuple(ownership.by_instance) + by_ring,
+            by_ring=by_ring), outcome
+
+    @staticmethod
+    def _claim_fields(outcome):
+        if outcome is None:
+            return {}
+        return {'claims': outcome, 'claimed': outcome.claimed,
+                'released': outcome.released, 'fenced': outcome.fenced,
+                'waiting': outcome.waiting,
+                'valid_until': (outcome.valid_until
+                                if outcome.ring_reported else None),
+                'claim_seconds': outcome.seconds}
+
+    def reported_nodes(self, now=None):
+        """The nodes of the last result that may be reported at this instant.
+
+        Equal to ``last_result.nodes`` while the claims are valid (or when
+        claims are off); once the lease has run out by the local clock
+        without a successful renewal, only the nodes whose instance this
+        service owns. Call it at the moment of acting on a result, e.g.
+        when publishing the reported set.
+
+        :param now: the monotonic time, ``clock()`` by default.
+        :returns: a dict of node UUID to slim node record; empty before
+            the first successful refresh.
+        """
+        result = self.last_result
+        if result is None:
+            return {}
+        if self.claims is None:
+            return dict(result.nodes)
+        now = self._clock() if now is None else now
+        allowed = self.claims.reportable(result.ownership.by_ring, now=now)
+        allowed |= frozenset(result.ownership.by_instance)
+        return {u: n for u, n in result.nodes.items() if u in allowed}
+
+    def status(self):
+        """Describe the claims of this service, for the CLI and logs.
+
+        :returns: a dict of plain values; ``{'enabled': False}`` when
+            claims are off.
+        """
+        if self.claims is None:
+            return {'claims': {'enabled': False}}
+        return {'claims': self.claims.status()}
+
+    def release_unreported(self):
+        """Hand over at once the nodes the last refresh stopped reporting.
+
+        Optional: without it, they are released at the next refresh. Call
+        it only after the consumer adopted the last refresh's result.
+
+        :returns: the number of claims released.
+        """
+        if self.claims is None:
+            return 0
+        with self._lock:
+            return self.claims.release_unreported()
+
+    def stop(self):
+        """Release every claim of this service (graceful stop).
+
+        Call it after the consumer stopped reporting nodes; from then on
+        :meth:`reported_nodes` reports only instance nodes. Never raises.
+
+        :returns: the number of claims released.
+        """
+        if self.claims is None:
+            return 0
+        with self._lock:
+            return self.claims.stop()
 
     @staticmethod
     def _log(result, announce):
@@ -232,11 +380,17 @@ class Partitioner(object):
                   'members': ','.join(result.members),
                   'gained': len(result.gained), 'lost': len(result.lost),
                   'inst': len(own.by_instance), 'stranded': len(own.stranded),
+                  'released': len(result.released),
+                  'fenced': len(result.fenced),
+                  'claimed': len(result.claimed),
+                  'waiting': len(result.waiting),
                   'secs': result.seconds}
         if announce:
             LOG.info('Now managing %(managed)d of %(listed)d nodes of '
                      'partition %(key)r with members %(members)s', params)
         LOG.info('Refresh: managing %(managed)d of %(listed)d nodes of '
                  'partition %(key)r (%(inst)d with our instances); gained '
-                 '%(gained)d, lost %(lost)d, stranded %(stranded)d; '
-                 'members %(members)s; %(secs).2f s', params)
+                 '%(gained)d, lost %(lost)d, claimed %(claimed)d, released '
+                 '%(released)d, waiting %(waiting)d, fenced %(fenced)d, '
+                 'stranded %(stranded)d; members %(members)s; '
+                 '%(secs).2f s', params)

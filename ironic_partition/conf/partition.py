@@ -73,12 +73,15 @@ opts = [
                'partition must use the same mode.')),
     cfg.IntOpt(
         'refresh_interval',
-        default=60,
+        default=30,
         min=1,
         help=_('Seconds between two refreshes of the node list, the '
                'membership and the ring in the partition agent. Inside '
                'nova-compute the refresh runs with the resource tracker, '
-               'and the ring is rebuilt at most this often.')),
+               'and the ring is rebuilt at most this often. Keep it at '
+               'most half of service_down_time: a dead service\'s nodes '
+               'are then reported again within service_down_time + 2 '
+               'refresh intervals (see the safety guide).')),
     cfg.IntOpt(
         'heartbeat_interval',
         default=10,
@@ -104,4 +107,60 @@ opts = [
                'cannot be reached. After that the service reports "not '
                'ready" rather than guess; nova then skips resource-tracker '
                'runs but deletes nothing. 0 reports "not ready" at once.')),
+    cfg.StrOpt(
+        'claims',
+        default='auto',
+        choices=[
+            ('auto', _('Claims are on when membership_backend is '
+                       '"database", kept in that same database; off with '
+                       'the "nova" and "static" backends.')),
+            ('database', _('Claims are on whatever the membership backend, '
+                           'kept in the [ironic_partition_database] '
+                           'database, which every service of the '
+                           'deployment must share.')),
+            ('off', _('No claims: an instance-less node is reported as '
+                      'soon as the ring gives it, so while services come '
+                      'and go two of them may briefly report the same '
+                      'node, as nova\'s own peer_list did.')),
+        ],
+        help=_('Whether a service reports an instance-less node only '
+               'while it holds a lease (a claim) on it in the database. '
+               'Claims guarantee that no two services ever report the same '
+               'instance-less node, even across crashes, pauses and '
+               'network cuts. Nodes with an instance are always reported '
+               'by the service owning the instance, claims or not.')),
+    cfg.IntOpt(
+        'lease_time',
+        min=1,
+        help=_('Seconds a claim lasts, by the database server\'s clock, '
+               'after each renewal; every refresh renews this service\'s '
+               'claims. Must be at least twice refresh_interval. A claim '
+               'of a dead service can be taken once its lease has run '
+               'out, so failover takes max(service_down_time, lease_time) '
+               '+ refresh_interval at most. Unset, it is the larger of '
+               'twice refresh_interval and service_down_time.')),
+    cfg.FloatOpt(
+        'fencing_margin',
+        min=0,
+        help=_('Seconds before its lease runs out, by this host\'s '
+               'monotonic clock counted from the start of the last '
+               'successful renewal, at which a service that could not '
+               'renew its claims stops reporting them (fences itself). It '
+               'covers clock rate differences, steps of the database '
+               'server\'s clock and the time the consumer takes to act on '
+               'a refresh. Must be smaller than lease_time minus '
+               'refresh_interval. Unset, it is a tenth of lease_time.')),
+    cfg.IntOpt(
+        'allocation_timeout',
+        default=60,
+        min=1,
+        mutable=True,
+        help=_('Seconds a reservation (an Ironic allocation restricted to '
+               'this service\'s own nodes) may take to become active. '
+               'When it runs out, the allocation is deleted and the '
+               'reservation fails with a timeout error. Ironic usually '
+               'answers in well under a second; it retries locked nodes '
+               'for [conductor] node_locked_retry_attempts x '
+               'node_locked_retry_interval seconds. Read at each '
+               'reservation.')),
 ]

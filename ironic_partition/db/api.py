@@ -28,6 +28,23 @@ locks, which keeps heartbeats deadlock-free on MariaDB (Galera included):
 All times come from the database server's clock (``models.utcnow``), and
 liveness is decided in SQL on the server, so clocks of the hosts play no
 part.
+
+Claims (``ironic_partition_claims``, see :mod:`ironic_partition.claims`)
+are handled in bulk, a few statements per claim round whatever the number
+of nodes (node UUIDs travel in chunks of :data:`CHUNK_SIZE`):
+
+* every write is a conditional ``UPDATE`` (or an ``INSERT`` that ignores
+  conflicts) whose condition is evaluated by the server on the latest
+  committed row, under the row lock: on PostgreSQL at READ COMMITTED an
+  ``UPDATE`` that waited re-checks its ``WHERE`` on the new row version,
+  on MariaDB/MySQL at READ COMMITTED it reads the latest committed version
+  and locks what matches, and SQLite serialises writers. Two services can
+  therefore never both take the same claim;
+* a claim is taken with a compare-and-swap on ``epoch`` (the value read
+  just before) *and* only while the row is free (no owner, or a lease
+  expired by the server's clock); taking it increments ``epoch``;
+* lease expiry is evaluated by the server's clock in SQL
+  (``models.utcnow``, ``models.utc_after``).
 """
 
 import collections
@@ -40,6 +57,9 @@ from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import engines
 from oslo_log import log as logging
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql as sa_mysql
+from sqlalchemy.dialects import postgresql as sa_postgresql
+from sqlalchemy.dialects import sqlite as sa_sqlite
 from sqlalchemy.engine import url as sa_url
 
 from ironic_partition.db import migration
@@ -65,6 +85,47 @@ ServiceRecord = collections.namedtuple(
 
 #: The services of one role and the server's clock when they were read.
 Snapshot = collections.namedtuple('Snapshot', ['as_of', 'services'])
+
+#: One row of the claims table; ``valid`` (owner set and lease not expired)
+#: is evaluated by the server's clock.
+ClaimRecord = collections.namedtuple(
+    'ClaimRecord',
+    ['node_id', 'owner', 'epoch', 'partition_key', 'claimed_at',
+     'expires_at', 'updated_at', 'valid'])
+
+#: Claims read at once and the server's clock when they were read.
+ClaimSnapshot = collections.namedtuple('ClaimSnapshot', ['as_of', 'claims'])
+
+#: An own claim as seen by :meth:`Connection.owned_claims`.
+OwnedClaim = collections.namedtuple('OwnedClaim', ['epoch', 'valid'])
+
+#: How many node UUIDs one claim statement carries at most. SQLite allows
+#: 32,766 bound parameters; a compare-and-swap chunk uses three per node.
+CHUNK_SIZE = 2000
+
+
+def _chunks(items, size=CHUNK_SIZE):
+    """Split node UUIDs into sorted chunks.
+
+    Sorting makes every writer lock rows in the same (primary key) order,
+    which keeps bulk updates of overlapping node sets from deadlocking.
+
+    :param items: an iterable of strings.
+    :param size: the largest chunk.
+    :returns: an iterator of lists.
+    """
+    ordered = sorted(set(items))
+    for start in range(0, len(ordered), size):
+        yield ordered[start:start + size]
+
+
+def _microseconds(seconds):
+    return int(round(seconds * 1000000))
+
+
+#: ``expires_at`` and ``updated_at`` of a placeholder row: a node that was
+#: never claimed. Any time in the past would do.
+_NEVER = datetime.datetime(1970, 1, 1)
 
 
 def mask_url(connection):
@@ -346,3 +407,272 @@ class Connection:
                           alive=bool(row[7]))
             for row in rows)
         return Snapshot(as_of=_utc(now), services=services)
+
+    # Claims.
+
+    def _count(self, statements=1):
+        self.stats['claim_statements'] += statements
+
+    @staticmethod
+    def _claim_valid(table):
+        return sa.and_(table.c.owner.is_not(None),
+                       table.c.expires_at > models.utcnow())
+
+    @staticmethod
+    def _claim_free(table):
+        return sa.or_(table.c.owner.is_(None),
+                      table.c.expires_at <= models.utcnow())
+
+    def _insert_placeholders(self, conn, table, role, node_ids):
+        """Insert free rows (no owner, epoch 0) for nodes that have none.
+
+        Rows that exist already are left alone. One statement: on
+        PostgreSQL an ``INSERT ... SELECT unnest(:ids) ON CONFLICT DO
+        NOTHING`` with a single array parameter; elsewhere an
+        ``executemany`` that the driver batches (PyMySQL sends multi-row
+        INSERTs, SQLite reuses one prepared statement).
+
+        :param conn: an open connection in a transaction.
+        :param table: the claims table.
+        :param role: the service role.
+        :param node_ids: node UUIDs.
+        :returns: None
+        """
+        if self.engine.dialect.name == 'postgresql':
+            ids = sa.bindparam('ids', list(node_ids),
+                               type_=sa_postgresql.ARRAY(sa.String))
+            rows = sa.select(
+                sa.literal(role, sa.String), sa.func.unnest(ids),
+                sa.cast(sa.null(), sa.String), sa.cast(sa.null(), sa.String),
+                sa.literal(0, sa.BigInteger), sa.cast(sa.null(), sa.DateTime),
+                sa.literal(_NEVER, sa.DateTime),
+                sa.literal(_NEVER, sa.DateTime))
+            conn.execute(sa_postgresql.insert(table).from_select(
+                ['role', 'node_id', 'owner', 'partition_key', 'epoch',
+                 'claimed_at', 'expires_at', 'updated_at'],
+                rows).on_conflict_do_nothing())
+            return
+        conn.execute(
+            self._insert_ignoring_conflicts(table),
+            [{'role': role, 'node_id': node, 'owner': None,
+              'partition_key': None, 'epoch': 0, 'claimed_at': None,
+              'expires_at': _NEVER, 'updated_at': _NEVER}
+             for node in node_ids])
+
+    def _insert_ignoring_conflicts(self, table):
+        """Build an INSERT that skips rows whose key exists already.
+
+        :param table: the table.
+        :returns: an insert statement for this connection's dialect.
+        """
+        name = self.engine.dialect.name
+        if name == 'postgresql':
+            return sa_postgresql.insert(table).on_conflict_do_nothing()
+        if name in ('mysql', 'mariadb'):
+            # NOTE(ironic-partition): a no-op ON DUPLICATE KEY UPDATE rather
+            # than INSERT IGNORE, which would also turn data errors into
+            # warnings.
+            return sa_mysql.insert(table).on_duplicate_key_update(
+                epoch=table.c.epoch)
+        if name == 'sqlite':
+            return sa_sqlite.insert(table).on_conflict_do_nothing()
+        raise NotImplementedError('Claims are not supported on %s' % name)
+
+    @_retry
+    def owned_claims(self, role, host):
+        """Read every claim row owned by a host, valid or expired.
+
+        :param role: the service role.
+        :param host: the owner's host name.
+        :returns: a dict of node UUID to :data:`OwnedClaim`.
+        """
+        table = models.Claim.__table__
+        query = sa.select(
+            table.c.node_id, table.c.epoch,
+            sa.case((self._claim_valid(table), sa.literal(1)),
+                    else_=sa.literal(0)),
+        ).where(table.c.role == role, table.c.owner == host.lower())
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        self._count()
+        return {row[0]: OwnedClaim(int(row[1]), bool(row[2]))
+                for row in rows}
+
+    @_retry
+    def held_claims(self, role, host):
+        """Read the valid claims of a host, by the server's clock.
+
+        :param role: the service role.
+        :param host: the owner's host name.
+        :returns: a dict of node UUID to epoch.
+        """
+        table = models.Claim.__table__
+        query = sa.select(table.c.node_id, table.c.epoch).where(
+            table.c.role == role, table.c.owner == host.lower(),
+            table.c.expires_at > models.utcnow())
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        self._count()
+        return {row[0]: int(row[1]) for row in rows}
+
+    @_retry
+    def renew_claims(self, role, host, lease_seconds):
+        """Extend every valid claim of a host by a lease, in one statement.
+
+        Only claims that have not expired by the server's clock are
+        renewed: an expired claim may have been taken by another service
+        already, and is taken back (with a new epoch) only through
+        :meth:`acquire_claims`. The epoch does not change.
+
+        :param role: the service role.
+        :param host: the owner's host name.
+        :param lease_seconds: the new lease, from the server's now.
+        :returns: the number of claims renewed.
+        """
+        table = models.Claim.__table__
+        with self._write() as conn:
+            result = conn.execute(
+                sa.update(table).where(
+                    table.c.role == role, table.c.owner == host.lower(),
+                    table.c.expires_at > models.utcnow(),
+                ).values(
+                    expires_at=models.utc_after(
+                        sa.literal(_microseconds(lease_seconds),
+                                   sa.BigInteger)),
+                    updated_at=models.utcnow()))
+            count = result.rowcount
+        self._count()
+        return count
+
+    @_retry
+    def release_claims(self, role, host, node_ids=None):
+        """Give up claims of a host; the rows stay, with their epoch.
+
+        :param role: the service role.
+        :param host: the owner's host name.
+        :param node_ids: the node UUIDs to release; None releases all.
+        :returns: the number of claims released.
+        """
+        table = models.Claim.__table__
+        values = {'owner': None, 'claimed_at': None,
+                  'expires_at': models.utcnow(),
+                  'updated_at': models.utcnow()}
+        where = [table.c.role == role, table.c.owner == host.lower()]
+        if node_ids is None:
+            chunks = [None]
+        else:
+            chunks = list(_chunks(node_ids))
+        count = 0
+        for chunk in chunks:
+            clause = list(where)
+            if chunk is not None:
+                clause.append(table.c.node_id.in_(chunk))
+            with self._write() as conn:
+                count += conn.execute(
+                    sa.update(table).where(*clause).values(
+                        **values)).rowcount
+            self._count()
+        return count
+
+    def acquire_claims(self, role, host, node_ids, lease_seconds,
+                       partition_key=None):
+        """Take the claims on nodes that are unclaimed or expired.
+
+        Per chunk of nodes: one ``SELECT`` of the current rows, one
+        ``INSERT`` (ignoring conflicts) of a free placeholder row (no
+        owner, epoch 0) for each node that has none yet, and one
+        compare-and-swap ``UPDATE`` of the free rows, which only succeeds
+        for a row whose epoch is still the one read and which is still free
+        by the server's clock; it sets the owner, the lease and epoch + 1.
+        Whether a claim was won is read back with :meth:`held_claims`; this
+        method does not say.
+
+        :param role: the service role.
+        :param host: the new owner's host name.
+        :param node_ids: node UUIDs to claim.
+        :param lease_seconds: the lease, from the server's now.
+        :param partition_key: recorded with the claim, for status reports.
+        :returns: None
+        """
+        micro = _microseconds(lease_seconds)
+        for chunk in _chunks(node_ids):
+            self._acquire_chunk(role, host.lower(), chunk, micro,
+                                partition_key)
+
+    @_retry
+    def _acquire_chunk(self, role, host, chunk, micro, partition_key):
+        table = models.Claim.__table__
+        query = sa.select(
+            table.c.node_id, table.c.epoch,
+            sa.case((self._claim_free(table), sa.literal(1)),
+                    else_=sa.literal(0)),
+        ).where(table.c.role == role, table.c.node_id.in_(chunk))
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        self._count()
+        found = {row[0] for row in rows}
+        free = [(row[0], int(row[1])) for row in rows if row[2]]
+        missing = [node for node in chunk if node not in found]
+        if missing:
+            # NOTE(ironic-partition): plain constants only, so that the
+            # driver can batch the rows; the claim itself (and every
+            # timestamp by the server's clock) is the UPDATE below, racing
+            # fairly with other claimers of the same placeholder.
+            with self._write() as conn:
+                self._insert_placeholders(conn, table, role, missing)
+            self._count()
+            free.extend((node, 0) for node in missing)
+        free.sort()
+        if free:
+            with self._write() as conn:
+                conn.execute(
+                    sa.update(table).where(
+                        table.c.role == role,
+                        table.c.node_id.in_([node for node, _e in free]),
+                        sa.tuple_(table.c.node_id, table.c.epoch).in_(free),
+                        self._claim_free(table),
+                    ).values(
+                        owner=host, partition_key=partition_key,
+                        epoch=table.c.epoch + 1,
+                        claimed_at=models.utcnow(),
+                        expires_at=models.utc_after(
+                            sa.literal(micro, sa.BigInteger)),
+                        updated_at=models.utcnow()))
+            self._count()
+
+    def read_claims(self, role, node_ids=None, owner=None):
+        """Read claims, with validity decided by the server's clock.
+
+        :param role: the service role.
+        :param node_ids: only these nodes; None for all.
+        :param owner: only the claims of this host; None for all.
+        :returns: a :data:`ClaimSnapshot`, claims sorted by node UUID.
+        """
+        table = models.Claim.__table__
+        columns = (
+            table.c.node_id, table.c.owner, table.c.epoch,
+            table.c.partition_key, table.c.claimed_at, table.c.expires_at,
+            table.c.updated_at,
+            sa.case((self._claim_valid(table), sa.literal(1)),
+                    else_=sa.literal(0)),
+        )
+        where = [table.c.role == role]
+        if owner is not None:
+            where.append(table.c.owner == owner.lower())
+        chunks = [None] if node_ids is None else list(_chunks(node_ids))
+        records = []
+        with self.engine.connect() as conn:
+            now = conn.execute(sa.select(models.utcnow())).scalar()
+            for chunk in chunks:
+                clause = list(where)
+                if chunk is not None:
+                    clause.append(table.c.node_id.in_(chunk))
+                records.extend(conn.execute(
+                    sa.select(*columns).where(*clause)).all())
+        records.sort(key=lambda row: row[0])
+        return ClaimSnapshot(as_of=_utc(now), claims=tuple(
+            ClaimRecord(node_id=row[0], owner=row[1], epoch=int(row[2]),
+                        partition_key=row[3], claimed_at=_utc(row[4]),
+                        expires_at=_utc(row[5]), updated_at=_utc(row[6]),
+                        valid=bool(row[7]))
+            for row in records))

@@ -36,6 +36,7 @@ HOST_LENGTH = 255
 ROLE_LENGTH = 32
 PARTITION_KEY_LENGTH = 255
 VERSION_LENGTH = 64
+NODE_ID_LENGTH = 36
 
 _NAMING_CONVENTION = {
     'pk': 'pk_%(table_name)s',
@@ -132,6 +133,46 @@ def _utc_ago_sqlite(element, compiler, **kw):
             "(-(%s)) || ' seconds')" % _seconds(element, compiler, **kw))
 
 
+class utc_after(expression.FunctionElement):
+    """The database server's current time plus some microseconds, naive UTC.
+
+    Use as ``utc_after(microseconds)`` where ``microseconds`` is an
+    integer; whole microseconds keep lease arithmetic exact on every
+    backend.
+    """
+
+    type = sa.DateTime()
+    inherit_cache = True
+    name = 'utc_after'
+
+
+@sa_compiler.compiles(utc_after)
+def _utc_after_default(element, compiler, **kw):
+    return ('(CURRENT_TIMESTAMP + %s / 1000000.0)'
+            % _seconds(element, compiler, **kw))
+
+
+@sa_compiler.compiles(utc_after, 'postgresql')
+def _utc_after_pg(element, compiler, **kw):
+    return ("((statement_timestamp() AT TIME ZONE 'UTC') + "
+            "make_interval(secs => (%s) / 1000000.0))"
+            % _seconds(element, compiler, **kw))
+
+
+@sa_compiler.compiles(utc_after, 'mysql')
+@sa_compiler.compiles(utc_after, 'mariadb')
+def _utc_after_mysql(element, compiler, **kw):
+    return ('(UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND)'
+            % _seconds(element, compiler, **kw))
+
+
+@sa_compiler.compiles(utc_after, 'sqlite')
+def _utc_after_sqlite(element, compiler, **kw):
+    return ("STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'now', "
+            "((%s) / 1000000.0) || ' seconds')"
+            % _seconds(element, compiler, **kw))
+
+
 class Base(orm.DeclarativeBase):
     """Declarative base of the membership models."""
 
@@ -169,3 +210,39 @@ class Service(Base):
         sa.Boolean(create_constraint=False), nullable=False)
     created_at = orm.mapped_column(timestamp_type(), nullable=False)
     last_seen = orm.mapped_column(timestamp_type(), nullable=False)
+
+
+class Claim(Base):
+    """A service's claim on one node: a lease with a fencing epoch.
+
+    One row per ``(role, node_id)``; rows are never deleted by a release
+    (``owner`` becomes NULL), so ``epoch`` only ever grows for a node and
+    can serve as a fencing token. ``epoch`` is incremented whenever a
+    service takes the claim. ``expires_at``, ``claimed_at`` and
+    ``updated_at`` are written by the database server's clock; a claim is
+    valid while ``owner`` is set and ``expires_at`` is in the future by
+    that same clock. ``partition_key`` records the conductor group the
+    owner claimed the node in, for status reports only. On PostgreSQL the
+    table has ``fillfactor = 50`` (set by the migration), so that the
+    renewal of every claim at every refresh stays a HOT update.
+    """
+
+    __tablename__ = 'ironic_partition_claims'
+    __table_args__ = (
+        sa.Index('ix_ironic_partition_claims_role_owner', 'role', 'owner'),
+        {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'},
+    )
+
+    role: orm.Mapped[str] = orm.mapped_column(
+        sa.String(ROLE_LENGTH), primary_key=True)
+    node_id: orm.Mapped[str] = orm.mapped_column(
+        sa.String(NODE_ID_LENGTH), primary_key=True)
+    owner: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(HOST_LENGTH), nullable=True)
+    partition_key: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(PARTITION_KEY_LENGTH), nullable=True)
+    epoch: orm.Mapped[int] = orm.mapped_column(
+        sa.BigInteger, nullable=False)
+    claimed_at = orm.mapped_column(timestamp_type(), nullable=True)
+    expires_at = orm.mapped_column(timestamp_type(), nullable=False)
+    updated_at = orm.mapped_column(timestamp_type(), nullable=False)

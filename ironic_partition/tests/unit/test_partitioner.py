@@ -175,3 +175,28 @@ class TestPartitioner(base.TestCase):
         self.assertNotIn(nodes[0].id, result.nodes)
         self.assertIn(nodes[1].id, result.nodes)
         self.assertEqual((nodes[0].id,), result.ownership.stranded)
+
+    def test_claims_off_without_database_membership(self):
+        p = self._make('cn1', _nodes(10), ['cn1'])
+        self.assertIsNone(p.claims)
+        result = p.refresh()
+        self.assertEqual(result.ownership, result.ring_ownership)
+        self.assertEqual((frozenset(),) * 4,
+                         (result.claimed, result.released, result.fenced,
+                          result.waiting))
+        self.assertIsNone(result.claims)
+        self.assertIsNone(result.valid_until)
+        self.assertEqual(set(result.nodes), set(p.reported_nodes()))
+        self.assertIn('claimed 0, released 0, waiting 0, fenced 0, '
+                      'stranded 0', self.logger.output)
+
+    def test_claims_false_overrides_the_option(self):
+        self.config(group='ironic_partition', claims='database')
+        self.config(group='ironic', partition_key='rack1',
+                    peer_list=['cn1'])
+        self.config(group='ironic_partition', host='cn1')
+        p = partitioner.Partitioner(self.conf, FakeClient(_nodes(3)),
+                                    FakeMembership(['cn1']), claims=False)
+        self.assertIsNone(p.claims)
+        self.assertEqual(0, p.stop())
+        self.assertEqual(3, len(p.refresh().nodes))

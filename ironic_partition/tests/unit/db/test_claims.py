@@ -1,0 +1,129 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The claim statements of the database API, on SQLite."""
+
+import os
+import uuid
+
+import fixtures
+from oslotest import base as test_base
+import sqlalchemy as sa
+
+from ironic_partition import claims
+from ironic_partition.db import api as db_api
+from ironic_partition.db import models
+
+ROLE = 'agent'
+
+
+def _ids(n, start=0):
+    return [str(uuid.UUID(int=i + 1)) for i in range(start, start + n)]
+
+
+class TestClaimsSQL(test_base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'c.sqlite')
+        self.url = 'sqlite:///%s' % path
+        self.conn = db_api.Connection(self.url)
+        self.addCleanup(self.conn.dispose)
+        self.conn.upgrade()
+
+    def expire(self, owner):
+        table = models.Claim.__table__
+        with self.conn.engine.begin() as c:
+            c.execute(sa.update(table).where(table.c.owner == owner).values(
+                expires_at=models.utc_ago(sa.literal(1, sa.Integer))))
+
+    def test_acquire_insert_then_cas(self):
+        nodes = _ids(6)
+        self.conn.acquire_claims(ROLE, 'A', nodes[:4], 30, 'g')
+        self.conn.acquire_claims(ROLE, 'b', nodes, 30, 'g')
+        self.assertEqual(dict.fromkeys(nodes[:4], 1),
+                         self.conn.held_claims(ROLE, 'a'))
+        self.assertEqual(dict.fromkeys(nodes[4:], 1),
+                         self.conn.held_claims(ROLE, 'B'))
+        self.expire('a')
+        self.assertEqual(0, self.conn.renew_claims(ROLE, 'a', 30))
+        self.assertEqual({n: False for n in nodes[:4]},
+                         {n: c.valid for n, c in
+                          self.conn.owned_claims(ROLE, 'a').items()})
+        self.conn.acquire_claims(ROLE, 'b', nodes, 30)
+        self.assertEqual({**dict.fromkeys(nodes[:4], 2),
+                          **dict.fromkeys(nodes[4:], 1)},
+                         self.conn.held_claims(ROLE, 'b'))
+
+    def test_roles_are_separate(self):
+        node = _ids(1)
+        self.conn.acquire_claims('agent', 'a', node, 30)
+        self.conn.acquire_claims('nova-compute', 'b', node, 30)
+        self.assertEqual(node, list(self.conn.held_claims('agent', 'a')))
+        self.assertEqual(node, list(self.conn.held_claims('nova-compute',
+                                                          'b')))
+
+    def test_renew_extends_by_the_database_clock(self):
+        node = _ids(1)
+        self.conn.acquire_claims(ROLE, 'a', node, 5)
+        before = self.conn.read_claims(ROLE).claims[0]
+        self.assertEqual(1, self.conn.renew_claims(ROLE, 'a', 3600))
+        snap = self.conn.read_claims(ROLE)
+        after = snap.claims[0]
+        self.assertEqual(before.epoch, after.epoch)
+        self.assertGreater((after.expires_at - snap.as_of).total_seconds(),
+                           3590)
+        self.assertEqual(before.claimed_at, after.claimed_at)
+
+    def test_release_keeps_the_row_and_its_epoch(self):
+        nodes = _ids(3)
+        self.conn.acquire_claims(ROLE, 'a', nodes, 30)
+        self.assertEqual(0, self.conn.release_claims(ROLE, 'b', nodes))
+        self.assertEqual(2, self.conn.release_claims(ROLE, 'a', nodes[:2]))
+        self.assertEqual(1, self.conn.release_claims(ROLE, 'a'))
+        snap = self.conn.read_claims(ROLE)
+        self.assertEqual([(None, 1, False, None)] * 3,
+                         [(c.owner, c.epoch, c.valid, c.claimed_at)
+                          for c in snap.claims])
+        self.conn.acquire_claims(ROLE, 'b', nodes, 30)
+        self.assertEqual({2}, set(self.conn.held_claims(ROLE, 'b').values()))
+
+    def test_many_chunks(self):
+        self.useFixture(fixtures.MockPatchObject(db_api, 'CHUNK_SIZE', 7))
+        nodes = _ids(50)
+        self.conn.acquire_claims(ROLE, 'a', nodes[:20], 30)
+        self.conn.acquire_claims(ROLE, 'b', nodes, 30)
+        self.assertEqual(30, len(self.conn.held_claims(ROLE, 'b')))
+        self.assertEqual(20, self.conn.release_claims(ROLE, 'a', nodes))
+        snap = self.conn.read_claims(ROLE, node_ids=nodes[:25])
+        self.assertEqual(sorted(nodes[:25]),
+                         [c.node_id for c in snap.claims])
+        self.assertEqual(30, len(self.conn.read_claims(
+            ROLE, owner='B').claims))
+
+    def test_manager_round_on_sqlite(self):
+        manager = claims.ClaimManager(self.conn, 'a', ROLE, lease_time=30,
+                                      fencing_margin=3)
+        nodes = _ids(10)
+        out = manager.round(nodes[:8], nodes[8:], partition_key='g')
+        self.assertTrue(out.ok)
+        self.assertEqual(frozenset(nodes), out.reported)
+        # SELECT own, UPDATE renew; SELECT, INSERT placeholders and
+        # compare-and-swap UPDATE to claim; SELECT held.
+        self.assertEqual(6, out.statements)
+        out = manager.round(nodes[:8], nodes[8:])
+        self.assertEqual(3, out.statements)
+        self.assertEqual({'g'}, {c.partition_key for c in
+                                 self.conn.read_claims(ROLE).claims})

@@ -1,0 +1,653 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Claim rounds and self-fencing, with injected clocks and a fake database.
+
+The fake database keeps claims the way the SQL in ``db/api.py`` does
+(leases by the database's own clock, renewal of valid claims only, takes
+only of free rows with the epoch incremented) and fails on demand. The same
+scenarios run on real databases in ``tests/functional/db/test_claims.py``.
+"""
+
+import collections
+import uuid
+
+import fixtures
+from oslo_db import exception as db_exc
+
+from ironic_partition import claims
+from ironic_partition.db import api as db_api
+from ironic_partition.db import migration
+from ironic_partition import exception
+from ironic_partition import ironic
+from ironic_partition import partitioner
+from ironic_partition.tests import base
+from ironic_partition.tests.unit import test_partitioner
+
+LEASE = 120.0
+MARGIN = 12.0
+
+
+class Clock(object):
+    """A settable monotonic clock."""
+
+    def __init__(self, now=1000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+class FakeClaimsDB(object):
+    """Claims in memory, with a clock of their own and injectable faults.
+
+    :param clock: the database server's clock (seconds).
+    """
+
+    dialect = 'postgresql'
+    masked_connection = 'postgresql://fake:***@db/claims'
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.rows = {}
+        self.stats = collections.Counter()
+        self.fail = None
+        self.fail_on = None
+        self.revision = migration.head_revision()
+        #: Called at every statement: lets a test move clocks mid-round.
+        self.on_statement = None
+
+    def _statement(self, name):
+        self.stats['claim_statements'] += 1
+        if self.on_statement is not None:
+            self.on_statement(name)
+        if self.fail is not None and self.fail_on in (None, name):
+            raise self.fail
+
+    def _valid(self, row):
+        return row['owner'] is not None and row['expires'] > self.clock()
+
+    def schema_revision(self):
+        return self.revision
+
+    def upgrade(self):
+        self.revision = migration.head_revision()
+
+    def dispose(self):
+        pass
+
+    def owned_claims(self, role, host):
+        self._statement('owned')
+        return {n: db_api.OwnedClaim(r['epoch'], self._valid(r))
+                for (ro, n), r in self.rows.items()
+                if ro == role and r['owner'] == host}
+
+    def held_claims(self, role, host):
+        self._statement('held')
+        return {n: r['epoch'] for (ro, n), r in self.rows.items()
+                if ro == role and r['owner'] == host and self._valid(r)}
+
+    def renew_claims(self, role, host, lease):
+        self._statement('renew')
+        count = 0
+        for (ro, _n), r in self.rows.items():
+            if ro == role and r['owner'] == host and self._valid(r):
+                r['expires'] = self.clock() + lease
+                count += 1
+        return count
+
+    def release_claims(self, role, host, node_ids=None):
+        self._statement('release')
+        count = 0
+        for (ro, n), r in self.rows.items():
+            if (ro == role and r['owner'] == host
+                    and (node_ids is None or n in node_ids)):
+                r.update(owner=None, expires=self.clock())
+                count += 1
+        return count
+
+    def acquire_claims(self, role, host, node_ids, lease,
+                       partition_key=None):
+        self._statement('acquire')
+        for node in node_ids:
+            row = self.rows.get((role, node))
+            if row is None:
+                self.rows[(role, node)] = {'owner': host, 'epoch': 1,
+                                           'expires': self.clock() + lease}
+            elif not self._valid(row):
+                row.update(owner=host, epoch=row['epoch'] + 1,
+                           expires=self.clock() + lease)
+
+    def owner(self, node, role='nova-compute'):
+        row = self.rows.get((role, node))
+        return row['owner'] if row and self._valid(row) else None
+
+
+def _ids(n, start=0):
+    return [str(uuid.UUID(int=i + 1)) for i in range(start, start + n)]
+
+
+class ClaimsTestCase(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.clock = Clock()
+        # NOTE(ironic-partition): the database clock is minutes off the
+        # hosts' clocks on purpose: only durations may matter.
+        self.db_clock = Clock(5_000_000.0)
+        self.db = FakeClaimsDB(self.db_clock)
+        self.logger = self.useFixture(fixtures.FakeLogger(level='INFO'))
+
+    def advance(self, seconds):
+        self.clock.now += seconds
+        self.db_clock.now += seconds
+
+    def manager(self, host, lease=LEASE, margin=MARGIN, clock=None):
+        return claims.ClaimManager(self.db, host, 'nova-compute',
+                                   lease_time=lease, fencing_margin=margin,
+                                   clock=clock or self.clock)
+
+
+class TestSettings(base.TestCase):
+
+    def test_automatic_values(self):
+        # Defaults: refresh 30 s, service_down_time 60 s.
+        settings = claims.get_settings(self.conf)
+        self.assertEqual(('auto', 60.0, 6.0), tuple(settings))
+        self.config(group='ironic_partition', refresh_interval=10,
+                    service_down_time=60)
+        self.assertEqual(60.0, claims.get_settings(self.conf).lease_time)
+        self.config(group='ironic_partition', lease_time=50,
+                    fencing_margin=3.5)
+        self.assertEqual((50.0, 3.5),
+                         claims.get_settings(self.conf)[1:])
+
+    def test_lease_must_outlive_two_refreshes(self):
+        self.config(group='ironic_partition', refresh_interval=60,
+                    lease_time=100)
+        e = self.assertRaises(exception.ConfigurationError,
+                              claims.get_settings, self.conf)
+        self.assertIn('[ironic_partition] lease_time', str(e))
+        self.assertIn('refresh_interval (60)', str(e))
+        self.assertIn('at least 120', str(e))
+
+    def test_margin_must_leave_a_refresh_interval(self):
+        self.config(group='ironic_partition', refresh_interval=60,
+                    lease_time=120, fencing_margin=60)
+        e = self.assertRaises(exception.ConfigurationError,
+                              claims.get_settings, self.conf)
+        self.assertIn('[ironic_partition] fencing_margin', str(e))
+        self.assertIn('lease_time (120)', str(e))
+        self.assertIn('refresh_interval (60)', str(e))
+
+    def test_long_lease_warns_about_failover_bound(self):
+        logger = self.useFixture(fixtures.FakeLogger(level='WARNING'))
+        self.config(group='ironic_partition', refresh_interval=10,
+                    service_down_time=30, lease_time=100)
+        claims.get_settings(self.conf)
+        self.assertIn('up to 110 s', logger.output)
+
+    def test_lease_equal_to_down_time_plus_refresh_warns(self):
+        # The soak's settings: 10 s refreshes, 10 s service_down_time, so
+        # an automatic 20 s lease, and a bound of 30 s plus one refresh.
+        logger = self.useFixture(fixtures.FakeLogger(level='WARNING'))
+        self.config(group='ironic_partition', refresh_interval=10,
+                    service_down_time=10)
+        self.assertEqual(20.0, claims.get_settings(self.conf).lease_time)
+        self.assertIn('up to 30 s plus one refresh', logger.output)
+
+    def test_defaults_meet_the_i2_bound_silently(self):
+        logger = self.useFixture(fixtures.FakeLogger(level='WARNING'))
+        claims.get_settings(self.conf)
+        self.assertNotIn('lease_time', logger.output)
+
+    def test_partitioner_validates_at_start(self):
+        self.config(group='ironic_partition', claims='database',
+                    refresh_interval=60, lease_time=61)
+        self.config(group='ironic', partition_key=None)
+        self.assertRaises(exception.ConfigurationError,
+                          partitioner.Partitioner, self.conf,
+                          test_partitioner.FakeClient([]),
+                          test_partitioner.FakeMembership(['x']))
+
+
+class FakeBackend(object):
+    def __init__(self, name, db=None, role='agent'):
+        self.name = name
+        self.db = db
+        self.role = role
+
+
+class TestWanted(base.TestCase):
+
+    def test_auto_follows_the_membership_backend(self):
+        self.assertTrue(claims.wanted(self.conf, FakeBackend('database')))
+        self.assertFalse(claims.wanted(self.conf, FakeBackend('nova')))
+        self.assertFalse(claims.wanted(self.conf, FakeBackend('static')))
+
+    def test_explicit_modes(self):
+        self.config(group='ironic_partition', claims='database')
+        self.assertTrue(claims.wanted(self.conf, FakeBackend('static')))
+        self.config(group='ironic_partition', claims='off')
+        self.assertFalse(claims.wanted(self.conf, FakeBackend('database')))
+
+    def test_database_backend_shares_its_connection_and_role(self):
+        db = FakeClaimsDB(Clock())
+        manager = claims.from_conf(self.conf, FakeBackend('database', db),
+                                   'CN1')
+        self.assertIs(db, manager.db)
+        self.assertEqual(('cn1', 'agent'), (manager.host, manager.role))
+
+    def test_static_backend_with_claims_database_connects(self):
+        self.config(group='ironic_partition', claims='database')
+        self.config(group='ironic_partition_database',
+                    connection='postgresql+psycopg2://u:pw@db/x')
+        manager = claims.from_conf(self.conf, FakeBackend('static',
+                                                          role=None),
+                                   'cn1')
+        self.assertIsInstance(manager.db, db_api.Connection)
+        self.assertEqual('nova-compute', manager.role)
+        self.assertEqual('postgresql+psycopg2://u:***@db/x',
+                         manager.status()['connection'])
+
+    def test_off_returns_none(self):
+        self.assertIsNone(claims.from_conf(self.conf, FakeBackend('nova'),
+                                           'cn1'))
+
+
+class TestRound(ClaimsTestCase):
+
+    def test_claims_ring_and_instance_nodes(self):
+        a = self.manager('a')
+        ring, inst = _ids(5), _ids(2, start=10)
+        out = a.round(ring, inst, partition_key='rack1')
+        self.assertTrue(out.ok)
+        self.assertEqual(frozenset(ring), out.ring_reported)
+        self.assertEqual(frozenset(ring + inst), out.reported)
+        self.assertEqual(frozenset(ring + inst), out.claimed)
+        self.assertEqual({1}, set(out.epochs.values()))
+        self.assertEqual(self.clock.now + LEASE - MARGIN, out.valid_until)
+        # Steady state: three statements, whatever the node count.
+        self.advance(60)
+        out = a.round(ring, inst)
+        self.assertEqual(frozenset(), out.claimed)
+        self.assertEqual(3, out.statements)
+
+    def test_second_service_waits_and_never_overlaps(self):
+        a, b = self.manager('a'), self.manager('b')
+        nodes = _ids(10)
+        self.assertEqual(frozenset(nodes), a.round(nodes).reported)
+        out = b.round(nodes)
+        self.assertEqual(frozenset(), out.reported)
+        self.assertEqual(frozenset(nodes), out.waiting)
+        self.assertEqual(frozenset(), out.fenced)
+
+    def test_release_is_deferred_by_one_refresh(self):
+        a, b = self.manager('a'), self.manager('b')
+        nodes = _ids(10)
+        a.round(nodes)
+        # The ring now gives the last four to b.
+        first = a.round(nodes[:6])
+        self.assertEqual(frozenset(nodes[:6]), first.reported)
+        self.assertEqual(frozenset(), first.released)
+        self.assertEqual(frozenset(nodes[6:]),
+                         b.round(nodes[6:]).waiting)
+        # Only once a's reported set left them out is the claim released.
+        second = a.round(nodes[:6])
+        self.assertEqual(frozenset(nodes[6:]), second.released)
+        out = b.round(nodes[6:])
+        self.assertEqual(frozenset(nodes[6:]), out.reported)
+        self.assertEqual({2}, set(out.epochs.values()))
+
+    def test_release_unreported_hands_over_at_once(self):
+        a, b = self.manager('a'), self.manager('b')
+        nodes = _ids(4)
+        a.round(nodes)
+        a.round(nodes[:2])
+        self.assertEqual(2, a.release_unreported())
+        self.assertEqual(frozenset(nodes[2:]), b.round(nodes[2:]).reported)
+
+    def test_instance_node_is_held_until_no_longer_reported(self):
+        # A node whose instance a owns; the instance is deleted and the
+        # ring gives the node to b: b must wait until a stopped reporting.
+        a, b = self.manager('a'), self.manager('b')
+        node = _ids(1)
+        self.assertEqual(frozenset(node), a.round([], node).reported)
+        self.assertEqual(frozenset(), a.round([], []).reported)
+        self.assertEqual(frozenset(node), b.round(node).waiting)
+        self.assertEqual(frozenset(node), a.round([], []).released)
+        self.assertEqual(frozenset(node), b.round(node).reported)
+
+    def test_expired_claim_is_taken_with_a_new_epoch(self):
+        a, b = self.manager('a'), self.manager('b')
+        nodes = _ids(3)
+        a.round(nodes)
+        self.advance(LEASE - 0.001)
+        self.assertEqual(frozenset(), b.round(nodes).reported)
+        self.advance(0.001)
+        out = b.round(nodes)
+        self.assertEqual(frozenset(nodes), out.reported)
+        self.assertEqual({2}, set(out.epochs.values()))
+        # a comes back: the nodes are gone, it is told to wait.
+        out = a.round(nodes)
+        self.assertEqual(frozenset(), out.reported)
+        self.assertEqual(frozenset(nodes), out.waiting)
+
+    def test_own_expired_claim_is_taken_back_with_a_new_epoch(self):
+        a = self.manager('a')
+        nodes = _ids(2)
+        a.round(nodes)
+        self.advance(LEASE + 1)
+        out = a.round(nodes)
+        self.assertEqual(frozenset(nodes), out.reported)
+        self.assertEqual(frozenset(nodes), out.claimed)
+        self.assertEqual({2}, set(out.epochs.values()))
+
+    def test_restart_releases_stale_claims_of_a_previous_run(self):
+        nodes = _ids(4)
+        self.manager('a').round(nodes)
+        restarted = self.manager('a')
+        out = restarted.round(nodes[:2])
+        self.assertEqual(frozenset(nodes[:2]), out.reported)
+        self.assertEqual(frozenset(nodes[2:]), out.released)
+        self.assertEqual(frozenset(), out.claimed)
+
+    def test_stop_releases_everything(self):
+        a, b = self.manager('a'), self.manager('b')
+        nodes = _ids(3)
+        a.round(nodes)
+        self.assertEqual(3, a.stop())
+        self.assertTrue(a.fenced())
+        self.assertEqual(frozenset(), a.reportable(nodes))
+        self.assertEqual(frozenset(nodes), b.round(nodes).reported)
+
+
+class TestFencing(ClaimsTestCase):
+
+    def test_database_down_reports_until_lease_minus_margin(self):
+        a = self.manager('a')
+        ring, inst = _ids(5), _ids(1, start=10)
+        a.round(ring, inst)
+        deadline = self.clock.now + LEASE - MARGIN
+        self.db.fail = db_exc.DBConnectionError('connection refused')
+        self.advance(60)
+        out = a.round(ring, inst)
+        self.assertFalse(out.ok)
+        self.assertIn('DBConnectionError', out.error)
+        self.assertEqual(frozenset(ring), out.ring_reported)
+        self.assertEqual(deadline, out.valid_until)
+        self.assertIn('still reporting 5 claimed nodes for 48.0 s',
+                      self.logger.output)
+        self.advance(deadline - self.clock.now - 0.001)
+        self.assertEqual(frozenset(ring), a.round(ring, inst).ring_reported)
+        self.advance(0.001)
+        out = a.round(ring, inst)
+        self.assertEqual(frozenset(inst), out.reported)
+        self.assertEqual(frozenset(ring), out.fenced)
+        self.assertIsNone(out.valid_until)
+        self.assertIn('Fenced: the claims of a were not renewed',
+                      self.logger.output)
+        # The database returns before the lease ran out by its clock:
+        # nobody could take the claims, they are renewed as they were.
+        self.db.fail = None
+        out = a.round(ring, inst)
+        self.assertEqual(frozenset(ring + inst), out.reported)
+        self.assertEqual({1}, set(out.epochs.values()))
+        self.assertEqual(frozenset(), out.claimed)
+        self.assertIn('No longer fenced', self.logger.output)
+        self.assertIn('succeeded again after 3 failures', self.logger.output)
+
+    def test_fenced_before_anyone_else_may_claim(self):
+        # a is cut off from the database right after a renewal; b tries
+        # to claim every 100 ms. At no instant may both report a node.
+        a, b = self.manager('a'), self.manager('b')
+        nodes = _ids(4)
+        a.round(nodes)
+        self.db.fail_on = None
+
+        cut = {'on': True}
+
+        def a_round():
+            saved, self.db.fail = self.db.fail, (
+                db_exc.DBConnectionError('cut') if cut['on'] else None)
+            try:
+                return a.round(nodes)
+            finally:
+                self.db.fail = saved
+
+        first_b = None
+        for _step in range(int((LEASE + 5) * 10)):
+            self.advance(0.1)
+            a_reports = a_round().ring_reported
+            b_reports = b.round(nodes).ring_reported
+            self.assertEqual(frozenset(), a_reports & b_reports)
+            self.assertEqual(frozenset(), a.reportable(nodes) & b_reports)
+            if b_reports and first_b is None:
+                first_b = self.clock.now
+        self.assertIsNotNone(first_b)
+        # b got the nodes no earlier than the margin after a's fence.
+        self.assertGreaterEqual(first_b - a.valid_until, MARGIN - 1e-6)
+
+    def test_database_clock_drift_is_covered_by_the_margin(self):
+        # The database clock runs 1% fast: leases end early, but not
+        # before the local fence, as long as the margin covers the drift.
+        a, b = self.manager('a'), self.manager('b')
+        nodes = _ids(2)
+        a.round(nodes)
+        self.db.fail_on = 'owned'
+        self.db.fail = db_exc.DBConnectionError('cut')
+        for _step in range(1300):
+            self.clock.now += 0.1
+            self.db_clock.now += 0.101
+            a_reports = a.round(nodes).ring_reported
+            self.db.fail = None
+            b_reports = b.round(nodes).ring_reported
+            self.db.fail = db_exc.DBConnectionError('cut')
+            self.assertEqual(frozenset(), a_reports & b_reports)
+
+    def test_pause_longer_than_the_lease(self):
+        # SIGSTOP right after a successful round; on SIGCONT the process
+        # must not act on its old result.
+        a, b = self.manager('a'), self.manager('b')
+        nodes = _ids(3)
+        a.round(nodes)
+        self.assertEqual(frozenset(nodes), a.reportable(nodes))
+        self.advance(LEASE + 30)
+        self.assertTrue(a.fenced())
+        self.assertEqual(frozenset(), a.reportable(nodes))
+        self.assertEqual(frozenset(nodes), b.round(nodes).reported)
+        out = a.round(nodes)
+        self.assertEqual(frozenset(), out.reported)
+        self.assertEqual(frozenset(nodes), out.waiting)
+
+    def test_pause_inside_a_round(self):
+        # Paused between the renewal and the read-back for longer than
+        # the lease: the round "succeeds" but is fenced on return.
+        a = self.manager('a')
+        nodes = _ids(3)
+        a.round(nodes)
+
+        def pause(name):
+            if name == 'held':
+                self.clock.now += LEASE
+        self.db.on_statement = pause
+        out = a.round(nodes)
+        self.assertTrue(out.ok)
+        self.assertEqual(frozenset(), out.ring_reported)
+        self.assertEqual(frozenset(nodes), out.fenced)
+
+    def test_release_failure_never_reports_a_released_node(self):
+        a = self.manager('a')
+        nodes = _ids(4)
+        a.round(nodes)
+        a.round(nodes[:2])
+        # The release commits but the connection drops before the answer;
+        # then the ring gives the nodes back while the database is down.
+        real_release = self.db.release_claims
+
+        def release(*args, **kwargs):
+            real_release(*args, **kwargs)
+            raise db_exc.DBConnectionError('lost')
+        self.db.release_claims = release
+        self.assertFalse(a.round(nodes[:2]).ok)
+        self.db.fail = db_exc.DBConnectionError('down')
+        out = a.round(nodes)
+        self.assertEqual(frozenset(nodes[:2]), out.ring_reported)
+        self.assertEqual(frozenset(nodes[2:]), out.fenced)
+
+    def test_first_round_without_database_reports_instances_only(self):
+        a = self.manager('a')
+        self.db.fail = db_exc.DBConnectionError('down')
+        out = a.round(_ids(3), _ids(1, start=5))
+        self.assertEqual(frozenset(_ids(1, start=5)), out.reported)
+        self.assertEqual(frozenset(_ids(3)), out.fenced)
+        self.assertNotIn('Fenced:', self.logger.output)
+        self.assertIn('reporting none of the 3 nodes', self.logger.output)
+
+    def test_unmigrated_database_fails_closed(self):
+        self.db.revision = '0001_services'
+        out = self.manager('a').round(_ids(2))
+        self.assertFalse(out.ok)
+        self.assertIn('ironic-partition-dbsync upgrade', out.error)
+        self.assertEqual(frozenset(), out.reported)
+
+    def test_keepalive_extends_the_lease(self):
+        a = self.manager('a')
+        nodes = _ids(2)
+        a.round(nodes)
+        self.advance(100)
+        self.assertTrue(a.keepalive())
+        self.advance(100)
+        self.assertEqual(frozenset(nodes), a.reportable(nodes))
+        self.db.fail = db_exc.DBConnectionError('down')
+        self.assertFalse(a.keepalive())
+        self.advance(LEASE)
+        self.assertEqual(frozenset(), a.reportable(nodes))
+
+    def test_status(self):
+        a = self.manager('a')
+        self.assertTrue(a.status()['fenced'])
+        a.round(_ids(2))
+        status = a.status()
+        self.assertEqual(2, status['held'])
+        self.assertFalse(status['fenced'])
+        self.assertEqual(LEASE - MARGIN, status['valid_for'])
+        # owned, renew, acquire (one call in the fake), held.
+        self.assertEqual(4, status['last_round_statements'])
+
+
+def _nodes(n, instances=None):
+    instances = instances or {}
+    return [ironic.Node(id=str(uuid.UUID(int=i + 1)), conductor_group='rack1',
+                        instance_id=instances.get(i))
+            for i in range(n)]
+
+
+class TestPartitionerWithClaims(ClaimsTestCase):
+
+    def _make(self, host, nodes, live):
+        self.config(group='ironic_partition', host=host)
+        self.config(group='ironic', partition_key='rack1',
+                    peer_list=sorted(live))
+        client = test_partitioner.FakeClient(nodes)
+        membership = test_partitioner.FakeMembership(live)
+        return partitioner.Partitioner(self.conf, client, membership,
+                                       clock=self.clock,
+                                       claims=self.manager(host))
+
+    def test_no_node_reported_twice_while_membership_disagrees(self):
+        nodes = _nodes(60)
+        a = self._make('cn1', nodes, ['cn1'])
+        self.assertEqual(60, len(a.refresh().nodes))
+        # cn2 joins; it sees both members at once, cn1 not yet.
+        b = self._make('cn2', nodes, ['cn1', 'cn2'])
+        rb = b.refresh()
+        self.assertEqual({}, rb.nodes)
+        self.assertEqual(set(rb.ring_ownership.by_ring), set(rb.waiting))
+        a.membership.live = frozenset(['cn1', 'cn2'])
+        ra = a.refresh()
+        moved = set(rb.ring_ownership.by_ring)
+        self.assertEqual(set(), set(ra.nodes) & moved)
+        self.assertEqual(moved, set(ra.lost))
+        self.assertEqual(frozenset(), ra.released)
+        self.assertFalse(set(b.refresh().nodes))
+        ra = a.refresh()
+        self.assertEqual(moved, set(ra.released))
+        rb = b.refresh()
+        self.assertEqual(moved, set(rb.nodes))
+        self.assertEqual(moved, set(rb.claimed))
+        self.assertEqual(60, len(ra.nodes) + len(rb.nodes))
+        self.assertIn('claimed 0, released %d, waiting 0, fenced 0, '
+                      'stranded 0' % len(moved), self.logger.output)
+
+    def test_fenced_refresh_keeps_instance_nodes(self):
+        nodes = _nodes(10, instances={0: 'mine'})
+        p = self._make('cn1', nodes, ['cn1'])
+        first = p.refresh(my_instances={'mine'})
+        self.assertEqual(10, len(first.nodes))
+        self.assertEqual(self.clock.now + LEASE - MARGIN, first.valid_until)
+        self.db.fail = db_exc.DBConnectionError('down')
+        self.advance(LEASE)
+        result = p.refresh(my_instances={'mine'})
+        self.assertEqual([nodes[0].id], list(result.nodes))
+        self.assertEqual(9, len(result.fenced))
+        self.assertEqual(9, len(result.ring_ownership.by_ring))
+        self.assertEqual((), result.ownership.by_ring)
+        self.assertIn('fenced 9', self.logger.output)
+
+    def test_reported_nodes_applies_the_fence_at_use_time(self):
+        nodes = _nodes(5, instances={4: 'mine'})
+        p = self._make('cn1', nodes, ['cn1'])
+        p.refresh(my_instances={'mine'})
+        self.assertEqual(5, len(p.reported_nodes()))
+        self.advance(LEASE - MARGIN)
+        self.assertEqual([nodes[4].id], list(p.reported_nodes()))
+        self.assertEqual(5, len(p.last_result.nodes))
+
+    def test_stranded_node_is_never_claimed(self):
+        nodes = _nodes(6, instances={0: 'theirs'})
+        p = self._make('cn1', nodes, ['cn1'])
+        result = p.refresh(instance_hosts={'theirs': 'cn-dead'})
+        self.assertEqual((nodes[0].id,), result.ownership.stranded)
+        self.assertNotIn(nodes[0].id, result.nodes)
+        self.assertIsNone(self.db.rows.get(('nova-compute', nodes[0].id)))
+        self.assertIn('stranded 1', self.logger.output)
+
+    def test_ironic_down_renews_claims(self):
+        p = self._make('cn1', _nodes(4), ['cn1'])
+        p.refresh()
+        p.client.fault = exception.IronicUnavailable(endpoint='x',
+                                                     reason='down')
+        for _ in range(4):
+            self.advance(60)
+            self.assertRaises(exception.PartitionNotReady, p.refresh)
+        self.assertEqual(4, len(p.reported_nodes()))
+        self.assertEqual(4, p.status()['claims']['held'])
+
+    def test_stop_releases(self):
+        nodes = _nodes(3)
+        p = self._make('cn1', nodes, ['cn1'])
+        p.refresh()
+        self.assertEqual(3, p.stop())
+        self.assertEqual({}, p.reported_nodes())
+        q = self._make('cn2', nodes, ['cn2'])
+        self.assertEqual(3, len(q.refresh().nodes))
+
+    def test_claims_off_keeps_old_behaviour(self):
+        self.config(group='ironic_partition', claims='off')
+        p = partitioner.Partitioner(
+            self.conf, test_partitioner.FakeClient(_nodes(3)),
+            FakeBackend('database', db=self.db))
+        self.assertIsNone(p.claims)
+        self.assertEqual({'claims': {'enabled': False}}, p.status())
