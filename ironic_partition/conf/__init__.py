@@ -22,6 +22,8 @@ at the moment of use, normalised and validated.
 import collections
 import socket
 
+from oslo_config import cfg
+
 from ironic_partition.conf import database
 from ironic_partition.conf import ironic
 from ironic_partition.conf import partition
@@ -204,3 +206,52 @@ def validate(conf):
             '(%d), or every peer would look dead between two heartbeats'
             % group.service_down_time, group=partition.GROUP)
     return settings
+
+
+def reread_immutable_options(conf):
+    """Re-read nova's immutable ``[ironic] peer_list`` from the config files.
+
+    oslo.config's ``mutate_config_files`` (SIGHUP) only changes options
+    registered as mutable. nova 34 registers ``[ironic] peer_list``
+    without ``mutable=True``, so inside nova-compute a SIGHUP would leave
+    the old peer list in force. This reads ``partition_key`` and
+    ``peer_list`` again from the same config files and directories into a
+    private ``ConfigOpts`` and applies them to ``conf`` as overrides, so
+    they follow the files on every SIGHUP like the other options.
+
+    Does nothing when our own (mutable) options are registered.
+
+    :param conf: the service's ``ConfigOpts``.
+    :returns: a dict of the option names whose value changed to their new
+        value (empty when nothing changed or nova is not involved).
+    :raises ConfigurationError: when the files cannot be parsed, or hold
+        an invalid value; ``conf`` is left unchanged then.
+    """
+    if not nova_owns_ironic_opts(conf):
+        return {}
+    fresh = cfg.ConfigOpts()
+    fresh.register_opts(ironic.opts, group=ironic.GROUP)
+    try:
+        fresh(args=[], project=conf.project, prog=conf.prog,
+              default_config_files=list(conf.config_file or ()),
+              default_config_dirs=list(conf.config_dir or ()),
+              use_env=False)
+        values = {'conductor_group': _read_partition_key(fresh),
+                  'peer_list': list(fresh[ironic.GROUP].peer_list or ())}
+    except (cfg.Error, ValueError) as e:
+        raise exception.ConfigurationError(
+            message='Cannot re-read [%s] partition_key and peer_list from '
+                    '%s: %s' % (ironic.GROUP, ', '.join(
+                        list(conf.config_file or ()) +
+                        list(conf.config_dir or ())), e))
+    changed = {}
+    for name, value in values.items():
+        current = conf[ironic.GROUP][name]
+        if name == 'conductor_group' and current is not None:
+            current = current.lower()
+        if name == 'peer_list':
+            current = list(current or ())
+        if current != value:
+            changed[name] = value
+        conf.set_override(name, value, group=ironic.GROUP)
+    return changed

@@ -1,0 +1,195 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""A mixin that gives an Ironic virt driver safe partitioning.
+
+:class:`PartitionMixin` holds no nova code: it wires a
+:class:`~ironic_partition.partitioner.Partitioner` (the code path the agent
+and the CLI share) into any driver that keeps a node cache. A driver:
+
+1. calls :meth:`PartitionMixin.partition_setup` from its constructor;
+2. calls :meth:`PartitionMixin.partition_start` when its service starts
+   (this joins the membership and, for the database backend, starts
+   heartbeating) and :meth:`PartitionMixin.partition_stop` when it stops;
+3. calls :meth:`PartitionMixin.partition_refresh` where it used to list
+   Ironic and walk its hash ring, and maps
+   :class:`~ironic_partition.exception.PartitionNotReady` to its own
+   "not ready" error in :meth:`PartitionMixin.partition_not_ready`.
+
+On SIGHUP (oslo.service ``restart_method='mutate'``) the mixin's mutate
+hook re-reads ``[ironic] partition_key`` and ``peer_list`` (also nova's
+immutable ``peer_list``), and, when they changed, clears the ring and the
+node cache; the next refresh lists the new partition. An invalid new value
+is rejected with one log line and the old partition stays in force.
+"""
+
+import threading
+
+from oslo_log import log as logging
+
+from ironic_partition import conf as ip_conf
+from ironic_partition import exception
+from ironic_partition import ironic
+from ironic_partition.membership import base as membership_base
+from ironic_partition import partitioner
+
+LOG = logging.getLogger(__name__)
+
+
+class PartitionMixin(object):
+    """Partition an Ironic fleet among the services of one role.
+
+    The node cache is :attr:`partition_nodes`: a dict of node UUID to a
+    slim, read-only :class:`~ironic_partition.ironic.Node` record.
+    """
+
+    #: The membership role of the services sharing a ring.
+    partition_role = membership_base.ROLE_NOVA_COMPUTE
+
+    def partition_setup(self, conf, client=None, membership=None,
+                        version=None):
+        """Build the partitioner; validate the settings at once.
+
+        :param conf: the service's ``ConfigOpts``; our options are
+            registered on it (nova's ``[ironic]`` options are kept when
+            present).
+        :param client: an :class:`~ironic_partition.ironic.IronicClient`;
+            built from ``conf``'s ``[ironic]`` options by default.
+        :param membership: a membership backend; loaded from
+            ``[ironic_partition] membership_backend`` by default.
+        :param version: this service's version, recorded by the database
+            membership backend.
+        :raises ConfigurationError: when the partition settings are
+            invalid, naming the option and value.
+        :raises MembershipError: when the backend cannot be loaded.
+        :returns: None
+        """
+        ip_conf.register_opts(conf)
+        settings = ip_conf.validate(conf)
+        if client is None:
+            client = ironic.IronicClient(conf=conf)
+        if membership is None:
+            membership = membership_base.get_backend(
+                conf.ironic_partition.membership_backend, conf,
+                settings.host, self.partition_role,
+                partition_key=settings.partition_key, version=version)
+        self.partition_conf = conf
+        self.partitioner = partitioner.Partitioner(conf, client, membership)
+        #: The node cache: node UUID -> slim node record.
+        self.partition_nodes = {}
+        self._partition_started = False
+        self._partition_lock = threading.Lock()
+        conf.register_mutate_hook(self._partition_mutated)
+
+    @property
+    def partition_membership(self):
+        """The membership backend in use."""
+        return self.partitioner.membership
+
+    def partition_start(self):
+        """Join the membership (start heartbeating); idempotent.
+
+        :raises MembershipError: when the membership source is unusable.
+        :returns: None
+        """
+        with self._partition_lock:
+            if not self._partition_started:
+                self.partition_membership.start()
+                self._partition_started = True
+
+    def partition_stop(self):
+        """Release this service's claims, then leave the membership.
+
+        Call it once the driver stopped reporting nodes: peers take the
+        nodes over at their next refresh, without waiting for a lease or
+        ``service_down_time``. Never raises.
+
+        :returns: None
+        """
+        with self._partition_lock:
+            if self._partition_started:
+                self._partition_started = False
+                self.partition_nodes = {}
+                try:
+                    self.partitioner.stop()
+                except Exception:
+                    LOG.exception('Releasing the ownership claims failed')
+                try:
+                    self.partition_membership.stop()
+                except Exception:
+                    LOG.exception('Stopping the membership backend failed')
+
+    def partition_not_ready(self, error):
+        """Turn a not-ready partition into the driver's own error.
+
+        :param error: the :class:`~ironic_partition.exception.
+            PartitionNotReady`.
+        :returns: the exception to raise; ``error`` itself by default.
+        """
+        return error
+
+    def partition_refresh(self, my_instances=(), instance_hosts=None):
+        """Refresh the partition and the node cache.
+
+        :param my_instances: the UUIDs of the instances this service owns;
+            an iterable that is read only after Ironic has been listed (a
+            generator can defer the query, as nova does, so an instance
+            spawned during a long listing is not missed).
+        :param instance_hosts: optional mapping of instance UUID to its
+            owner's host, to report stranded nodes.
+        :returns: the :class:`~ironic_partition.partitioner.RefreshResult`.
+        :raises: what :meth:`partition_not_ready` returns, when Ironic or
+            the membership is unavailable. The node cache then keeps the
+            last good partition, for status reporting only.
+        """
+        self.partition_start()
+        try:
+            result = self.partitioner.refresh(my_instances=my_instances,
+                                              instance_hosts=instance_hosts)
+        except exception.PartitionNotReady as e:
+            LOG.warning('Not reporting any node list this time (the last '
+                        'good one had %(count)d nodes): %(err)s',
+                        {'count': len(self.partition_nodes), 'err': e})
+            raise self.partition_not_ready(e) from e
+        self.partition_nodes = dict(result.nodes)
+        return result
+
+    def partition_reload(self):
+        """Apply the partition options now, as SIGHUP does.
+
+        :returns: True when the settings changed (the ring and the node
+            cache were cleared).
+        """
+        try:
+            ip_conf.reread_immutable_options(self.partition_conf)
+        except exception.ConfigurationError as e:
+            LOG.error('Rejected the new partition settings, keeping the '
+                      'current ones: %s', e)
+            return False
+        if not self.partitioner.reload_settings():
+            return False
+        self.partition_nodes = {}
+        self.partition_cache_cleared()
+        return True
+
+    def partition_cache_cleared(self):
+        """Called after a settings change emptied the node cache.
+
+        Drivers with caches of their own clear them here.
+
+        :returns: None
+        """
+
+    def _partition_mutated(self, conf, changed):
+        self.partition_reload()

@@ -1,0 +1,136 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""nova 34's ``IronicDriver`` with ironic-partition's partitioning.
+
+Enable it in nova.conf::
+
+    [DEFAULT]
+    compute_driver = ironic_partition.IronicPartitionDriver
+
+(nova imports ``nova.virt.<compute_driver>``; this package installs the
+small ``nova.virt.ironic_partition`` module that points here.)
+
+What changes against nova's driver:
+
+* nova's tooz ring and its ``peer_list`` check (``_refresh_hash_ring``,
+  ``_check_peer_list``) are replaced by the
+  :class:`~ironic_partition.partitioner.Partitioner`: the same
+  node-to-host mapping, host names compared ignoring case, members from
+  ``[ironic_partition] membership_backend`` (``nova`` reads nova's own
+  service group, as nova does).
+* The node cache is filled from one paginated listing of the group with
+  only the fields needed, kept as slim records, never a resource object
+  per node.
+* Any failure to list Ironic or to know the members raises nova's
+  ``VirtDriverNotReady``: the resource tracker skips the run and never
+  sees an empty or partial node list (which makes nova delete compute
+  nodes and resource providers). No keystoneauth exception reaches nova.
+* ``[ironic] conductor_group``/``partition_key`` and ``peer_list`` take
+  effect on SIGHUP, ``peer_list`` included although nova 34 registers it
+  immutable.
+
+Everything else (spawn, destroy, power, consoles...) is nova's.
+"""
+
+import time
+
+import nova.conf
+from nova import context as nova_context
+from nova import exception as nova_exception
+from nova import objects
+from nova.virt.ironic import driver as ironic_driver
+from oslo_log import log as logging
+
+from ironic_partition.virt import mixin
+
+LOG = logging.getLogger(__name__)
+
+CONF = nova.conf.CONF
+
+
+class IronicPartitionDriver(mixin.PartitionMixin,
+                            ironic_driver.IronicDriver):
+    """nova's Ironic driver, partitioned safely by ironic-partition."""
+
+    def __init__(self, virtapi, read_only=False, conf=None):
+        super().__init__(virtapi, read_only=read_only)
+        conf = conf if conf is not None else CONF
+        # NOTE(ironic-partition): nova keeps instances by its own [DEFAULT]
+        # host, exactly as written; the ring uses it lower-cased.
+        self._nova_host = conf.host
+        self.partition_setup(conf)
+
+    def init_host(self, host):
+        """Join the membership instead of building nova's tooz ring.
+
+        :param host: the compute host name.
+        :returns: None
+        """
+        self.partition_start()
+
+    def cleanup_host(self, host):
+        """Leave the membership at once, then do nova's cleanup.
+
+        :param host: the compute host name.
+        :returns: None
+        """
+        self.partition_stop()
+        super().cleanup_host(host)
+
+    def _refresh_hash_ring(self, ctxt):
+        """Replaced: the partitioner reads the members on every refresh.
+
+        nova's version also runs ``_check_peer_list``, which compares host
+        names case-sensitively and warns about every HA configuration.
+
+        :param ctxt: unused.
+        :returns: None
+        """
+
+    def _my_instances(self, ctxt):
+        # NOTE(ironic-partition): a generator, so that nova's instance list
+        # is read after the (long) Ironic listing, as nova does; a stale
+        # list could orphan a node whose instance was just spawned here.
+        yield from objects.InstanceList.get_uuids_by_host(ctxt,
+                                                          self._nova_host)
+
+    def _refresh_cache(self):
+        """Refresh the node cache from this service's partition.
+
+        :raises VirtDriverNotReady: Ironic or the membership is
+            unavailable; the cache keeps the last good nodes.
+        :returns: None
+        """
+        ctxt = nova_context.get_admin_context()
+        result = self.partition_refresh(self._my_instances(ctxt))
+        self.node_cache = dict(result.nodes)
+        self.node_cache_time = time.time()
+
+    def partition_not_ready(self, error):
+        """Report a not-ready partition the way nova expects.
+
+        :param error: the ``PartitionNotReady``.
+        :returns: a ``VirtDriverNotReady`` carrying the reason.
+        """
+        return nova_exception.VirtDriverNotReady(
+            message='Virt driver is not ready: %s' % error)
+
+    def partition_cache_cleared(self):
+        """Drop nova's node cache with ours after a settings change.
+
+        :returns: None
+        """
+        self.node_cache = {}
+        self.node_cache_time = 0
