@@ -1,0 +1,528 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""``ironic-partition serve``: the standalone partition agent.
+
+The agent runs the code path of the nova driver
+(:class:`~ironic_partition.virt.mixin.PartitionMixin` and its
+:class:`~ironic_partition.partitioner.Partitioner`) without nova: it joins
+the membership (the database backend heartbeats from a thread), refreshes
+the partition every ``[ironic_partition] refresh_interval`` seconds and
+logs the nodes gained and lost at each refresh. Use it beside
+ironic-conductor, or for any consumer that is not nova.
+
+Process model: oslo.service's *threading* backend (never eventlet), a
+``Launcher`` with ``restart_method='mutate'`` in the main process. The
+main thread waits for signals synchronously (they are blocked in every
+thread and taken with ``sigwaitinfo``):
+
+``SIGHUP``
+    ``Launcher.restart()``: the configuration files are re-read
+    (``mutate_config_files``) and the mutate hooks run; the mixin's hook
+    applies a new ``[ironic] partition_key`` / ``peer_list`` at once
+    (a refresh follows immediately). An invalid new value is rejected
+    with one ERROR line and the old partition stays in force.
+``SIGTERM``, ``SIGINT``
+    graceful stop: the refresh in flight finishes, the agent leaves the
+    membership (peers take its nodes over at their next refresh, without
+    waiting for ``service_down_time``), the report file says
+    ``"state": "stopped"``, exit status 0.
+
+NOTE(ironic-partition): oslo.service's threading ``ServiceLauncher`` runs
+the service in a cotyledon worker process whose SIGHUP handler restarts
+the worker instead of calling the mutate hooks in it (and whose respawn
+would fail on an invalid value), hence the plain ``Launcher`` here.
+
+The report file (``--report-file PATH``)
+========================================
+
+After every refresh, successful or not, and at start and stop, the agent
+replaces ``PATH`` atomically (a temporary file in the same directory, then
+``os.replace``), so a reader never sees a partial document. It is JSON:
+
+``format``
+    ``1``, the version of this layout.
+``host``, ``role``, ``pid``
+    who writes it.
+``state``
+    ``starting`` (before the first refresh), ``running`` or ``stopped``.
+``ready``, ``reason``
+    whether the last refresh succeeded; if not, why (``reason`` is null
+    when ready). While not ready, ``managed`` is the last good partition,
+    which the service keeps but does not act on.
+``partition_key``, ``peer_list``
+    the settings in force (after a SIGHUP, the new ones once applied).
+``peers``
+    ``live``, ``dead``, ``never_seen`` (sorted host names) and ``stale``
+    (the membership source was unreachable) of the last good refresh.
+``ring_members``
+    the live members the ring was built from.
+``managed``, ``managed_count``
+    the node UUIDs this agent may report at the instant of the write
+    (sorted) and their number: the instance-less nodes the ring gives it
+    *and* it holds a valid claim on, plus the nodes whose instance it
+    owns. After ``stopped``, only the latter.
+``by_instance``
+    the part of ``managed`` kept because this host owns the instance.
+``waiting``, ``fenced``
+    ring nodes withheld at the last good refresh: another service still
+    holds their claim, or no valid claim could be proven.
+``claims``
+    the state of this agent's ownership claims (``enabled``, ``held``,
+    ``fenced``, ``valid_for`` seconds...), ``{"enabled": false}`` when
+    ``[ironic_partition] claims`` is off.
+``listed``
+    how many nodes Ironic listed for the group.
+``gained``, ``lost``
+    UUIDs gained and lost at the last good refresh.
+``refresh_counter``
+    refresh attempts so far, successful or not; it only grows, by one per
+    attempt, so an observer can wait for "a refresh after time T".
+``refresh_ok_counter``
+    successful refreshes so far.
+``settings_generation``
+    how many times new settings were applied (SIGHUP); 0 at start.
+``started_at``, ``updated_at``, ``last_ok_at``
+    ISO 8601 UTC times: process start, this write, last good refresh.
+``monotonic``
+    ``time.monotonic()`` of this write (comparable between processes of
+    one boot).
+``refresh_seconds``
+    how long the last attempt took.
+"""
+
+import datetime
+import json
+import os
+import signal
+import tempfile
+import threading
+import time
+
+from oslo_log import log as logging
+from oslo_service import backend as service_backend
+from oslo_service.backend import base as service_base
+
+from ironic_partition import __version__
+from ironic_partition._i18n import _
+from ironic_partition.cmd import _common
+from ironic_partition import conf as ip_conf
+from ironic_partition import exception
+from ironic_partition.membership import base as membership_base
+from ironic_partition.virt import mixin
+
+LOG = logging.getLogger(__name__)
+
+#: The version of the report file layout.
+REPORT_FORMAT = 1
+
+#: The signals the main thread waits for.
+SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
+
+#: How many gained/lost UUIDs one log line lists.
+LOG_UUIDS = 10
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat()
+
+
+def write_report(path, doc):
+    """Replace a JSON file atomically.
+
+    :param path: the file.
+    :param doc: a JSON-serialisable dict.
+    :returns: None
+    :raises OSError: when it cannot be written.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path),
+                               suffix='.tmp', dir=directory)
+    try:
+        with os.fdopen(fd, 'w') as stream:
+            json.dump(doc, stream, indent=2, sort_keys=True)
+            stream.write('\n')
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def init_threading_backend():
+    """Select oslo.service's threading backend.
+
+    :returns: None
+    :raises: oslo.service's ``BackendAlreadySelected`` when another backend
+        was selected first in this process.
+    """
+    service_backend.init_backend(service_backend.BackendType.THREADING)
+
+
+def _short(uuids):
+    uuids = sorted(uuids)
+    text = ', '.join(uuids[:LOG_UUIDS])
+    if len(uuids) > LOG_UUIDS:
+        text += _(' and %d more') % (len(uuids) - LOG_UUIDS)
+    return text
+
+
+class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
+    """The partition agent as an oslo.service service.
+
+    :param conf: the ``ConfigOpts``.
+    :param role: the membership role.
+    :param report_file: where to write the report, or None.
+    :param instance_hosts_file: the ``--instance-hosts`` file, re-read at
+        every refresh, or None.
+    """
+
+    def __init__(self, conf, role=membership_base.ROLE_AGENT,
+                 report_file=None, instance_hosts_file=None):
+        self.partition_role = role
+        self.conf = conf
+        self.report_file = report_file
+        self.instance_hosts_file = instance_hosts_file
+        self.instance_hosts = None
+        self.tg = service_backend.get_component('ThreadGroup')()
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._started_at = _now()
+        self.refresh_counter = 0
+        self.refresh_ok_counter = 0
+        self.settings_generation = 0
+        self._last_ok_at = None
+        self._last_error = _('starting')
+        self._last_seconds = None
+        self._last_settings = None
+
+    # The service interface.
+
+    def start(self):
+        """Start refreshing every ``refresh_interval`` seconds.
+
+        :returns: None
+        """
+        interval = self.conf.ironic_partition.refresh_interval
+        self.tg.add_timer_args(interval, self.refresh_once,
+                               stop_on_exception=False)
+
+    def stop(self):
+        """Stop refreshing, write the last report, release and leave.
+
+        :returns: None
+        """
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        self.tg.stop(graceful=True)
+        # NOTE(ironic-partition): stop reporting first (the "stopped"
+        # report lists only the nodes of our own instances), then hand the
+        # claims over and leave: peers take the nodes at their next
+        # refresh instead of waiting for the lease and service_down_time,
+        # and never while this agent still reports them.
+        self._write_report('stopped', ready=False,
+                           reason=_('the agent stopped'))
+        self.partition_stop()
+        LOG.info('Partition agent %(host)s stopped after %(n)d refreshes',
+                 {'host': self.partitioner.settings.host,
+                  'n': self.refresh_counter})
+
+    def wait(self):
+        """Wait until the refresh timer has stopped.
+
+        :returns: None
+        """
+        self.tg.wait()
+
+    def reset(self):
+        """After SIGHUP: refresh now rather than at the next tick.
+
+        :returns: None
+        """
+        with self._lock:
+            if self._stopped:
+                return
+        self.tg.add_thread(self.refresh_once)
+
+    # Refreshing.
+
+    def _read_instance_hosts(self):
+        if self.instance_hosts_file is None:
+            return
+        try:
+            self.instance_hosts = _common.load_instance_hosts(
+                self.instance_hosts_file)
+        except exception.InvalidCommandInput as e:
+            LOG.error('%s; keeping the previous instance owners', e)
+
+    def refresh_once(self):
+        """Refresh the partition once; never raises.
+
+        :returns: the :class:`~ironic_partition.partitioner.RefreshResult`,
+            or None when not ready.
+        """
+        with self._lock:
+            if self._stopped:
+                return None
+        start = time.monotonic()
+        self._read_instance_hosts()
+        settings = self.partitioner.settings
+        mine = _common.my_instances(self.instance_hosts, settings.host)
+        result = None
+        try:
+            result = self.partition_refresh(
+                my_instances=mine, instance_hosts=self.instance_hosts)
+        except exception.IronicPartitionException as e:
+            error = _common.one_line(e)
+        except Exception as e:
+            LOG.exception('Unexpected error during a refresh')
+            error = _common.one_line('%s: %s' % (type(e).__name__, e))
+        else:
+            error = None
+        with self._lock:
+            if self._stopped:
+                return result
+            self.refresh_counter += 1
+            self._last_seconds = time.monotonic() - start
+            if result is not None:
+                self.refresh_ok_counter += 1
+                self._last_ok_at = _now()
+                if (self._last_settings is not None
+                        and result.settings != self._last_settings):
+                    self.settings_generation += 1
+                self._last_settings = result.settings
+            self._last_error = error
+            self._write_report('running', ready=result is not None,
+                               reason=error)
+        if result is not None and (result.gained or result.lost):
+            LOG.info('Gained %(ng)d nodes [%(gained)s]; lost %(nl)d nodes '
+                     '[%(lost)s]',
+                     {'ng': len(result.gained),
+                      'gained': _short(result.gained),
+                      'nl': len(result.lost), 'lost': _short(result.lost)})
+        elif error is not None:
+            LOG.error('Refresh %(n)d failed, reporting not ready: %(err)s',
+                      {'n': self.refresh_counter, 'err': error})
+        return result
+
+    # The report.
+
+    def report(self, state, ready, reason):
+        """Build the report document.
+
+        :param state: ``starting``, ``running`` or ``stopped``.
+        :param ready: whether the last refresh succeeded.
+        :param reason: why not, or None.
+        :returns: a dict (see the module documentation).
+        """
+        last = self.partitioner.last_result
+        settings = self.partitioner.settings
+        doc = {
+            'format': REPORT_FORMAT,
+            'host': settings.host,
+            'role': self.partition_role,
+            'pid': os.getpid(),
+            'version': __version__,
+            'state': state,
+            'ready': bool(ready),
+            'reason': None if ready else reason,
+            'partition_key': settings.partition_key,
+            'peer_list': list(settings.peer_list),
+            'refresh_counter': self.refresh_counter,
+            'refresh_ok_counter': self.refresh_ok_counter,
+            'settings_generation': self.settings_generation,
+            'started_at': self._started_at,
+            'updated_at': _now(),
+            'last_ok_at': self._last_ok_at,
+            'monotonic': time.monotonic(),
+            'refresh_seconds': (round(self._last_seconds, 3)
+                                if self._last_seconds is not None else None),
+            'refresh_interval': self.conf.ironic_partition.refresh_interval,
+        }
+        doc['claims'] = self.partitioner.status().get('claims')
+        if last is None:
+            doc.update({'peers': None, 'ring_members': [], 'managed': [],
+                        'managed_count': 0, 'by_instance': [],
+                        'listed': None, 'gained': [], 'lost': [],
+                        'waiting': [], 'fenced': []})
+            return doc
+        membership = last.membership
+        # NOTE(ironic-partition): what the service may report at this
+        # instant: a lease that ran out fences the claimed nodes.
+        managed = (self.partitioner.reported_nodes()
+                   if state != 'stopped' else
+                   {u: None for u in last.ownership.by_instance})
+        doc.update({
+            'peers': {'live': sorted(membership.live),
+                      'dead': sorted(membership.dead),
+                      'never_seen': sorted(membership.never_seen),
+                      'stale': membership.stale},
+            'ring_members': list(last.members),
+            'managed': sorted(managed),
+            'managed_count': len(managed),
+            'by_instance': sorted(last.ownership.by_instance),
+            'listed': last.listed,
+            'gained': sorted(last.gained),
+            'lost': sorted(last.lost),
+            'waiting': sorted(last.waiting),
+            'fenced': sorted(last.fenced),
+        })
+        return doc
+
+    def _write_report(self, state, ready, reason):
+        if self.report_file is None:
+            return
+        try:
+            write_report(self.report_file, self.report(state, ready, reason))
+        except OSError as e:
+            LOG.error('Cannot write the report file %(path)s: %(err)s',
+                      {'path': self.report_file, 'err': e})
+
+
+def _check_ironic(agent):
+    """Check the conductor group once at start.
+
+    :param agent: the :class:`PartitionAgent`.
+    :raises UnknownConductorGroup: the group does not exist.
+    :returns: None
+    """
+    settings = agent.partitioner.settings
+    try:
+        _common.check_group(agent.partitioner.client, settings.partition_key)
+    except (exception.IronicUnavailable, exception.IronicRequestError) as e:
+        LOG.warning('Cannot check the conductor group in Ironic now; the '
+                    'agent reports "not ready" until Ironic answers: %s', e)
+
+
+def _wait_for_signals(launcher, agent):
+    """Serve signals until SIGTERM or SIGINT.
+
+    :param launcher: the oslo.service launcher.
+    :param agent: the :class:`PartitionAgent`.
+    :returns: None
+    """
+    while True:
+        info = signal.sigwaitinfo(SIGNALS)
+        signum = info.si_signo
+        if signum != signal.SIGHUP:
+            LOG.info('Caught %s, stopping', signal.Signals(signum).name)
+            return
+        old = agent.partitioner.settings
+        LOG.info('Caught SIGHUP, reloading the configuration files')
+        try:
+            launcher.restart()
+        except Exception as e:
+            LOG.error('SIGHUP: rejected the configuration files, keeping '
+                      'partition_key=%(key)r peer_list=%(peers)s: %(err)s',
+                      {'key': old.partition_key,
+                       'peers': ','.join(old.peer_list),
+                       'err': _common.describe_error(e, agent.conf)})
+
+
+def run(conf):
+    """Run ``ironic-partition serve`` until SIGTERM or SIGINT.
+
+    :param conf: the parsed ``ConfigOpts``.
+    :returns: the exit code.
+    """
+    args = conf.command
+    # NOTE(ironic-partition): block the signals before any thread starts,
+    # so that every thread inherits the mask and only sigwaitinfo() in
+    # the main thread takes them.
+    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        return _serve(conf, args)
+    finally:
+        # NOTE(ironic-partition): the agent has stopped and the process is
+        # exiting (which takes a moment while thread pools shut down). A
+        # SIGTERM sent now, pending or still to come, must not turn a
+        # clean exit into death by signal: ignore these signals from here
+        # on, then take what is pending and unblock.
+        for signum in SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+        while signal.sigtimedwait(SIGNALS, 0) is not None:
+            pass
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+
+
+def _serve(conf, args):
+    init_threading_backend()
+    ip_conf.validate(conf)
+    report_file = (os.path.abspath(args.report_file) if args.report_file
+                   else None)
+    if args.instance_hosts:
+        _common.load_instance_hosts(args.instance_hosts)
+    agent = PartitionAgent(conf, role=args.role, report_file=report_file,
+                           instance_hosts_file=args.instance_hosts)
+    agent.partition_setup(conf, version=__version__)
+    if report_file is not None:
+        try:
+            write_report(report_file, agent.report(
+                'starting', ready=False, reason=_('starting')))
+        except OSError as e:
+            raise exception.InvalidCommandInput(
+                option='--report-file', value=args.report_file,
+                reason=e.strerror or e)
+    _check_ironic(agent)
+    agent.partition_start()
+    launcher = None
+    try:
+        launcher = service_backend.get_component('Launcher')(
+            conf, restart_method='mutate')
+        launcher.launch_service(agent)
+        settings = agent.partitioner.settings
+        LOG.info('Partition agent %(host)s (%(role)s) started: '
+                 'partition_key %(key)r, peers %(peers)s, refresh every '
+                 '%(interval)d s, membership %(backend)s, report file '
+                 '%(report)s',
+                 {'host': settings.host, 'role': args.role,
+                  'key': settings.partition_key,
+                  'peers': ','.join(settings.peer_list) or '-',
+                  'interval': conf.ironic_partition.refresh_interval,
+                  'backend': conf.ironic_partition.membership_backend,
+                  'report': report_file or '-'})
+        _wait_for_signals(launcher, agent)
+    finally:
+        if launcher is not None:
+            launcher.stop()
+            launcher.wait()
+        else:
+            agent.partition_stop()
+    return _common.EXIT_OK
+
+
+def add_parsers(subparsers):
+    """Add the ``serve`` subcommand.
+
+    :param subparsers: the argparse subparsers of ``ironic-partition``.
+    :returns: None
+    """
+    parser = subparsers.add_parser(
+        'serve', help=_('Run the partition agent: heartbeat, refresh, '
+                        'reload on SIGHUP.'),
+        epilog=_common.exit_codes_epilog())
+    _common.add_role_argument(parser, membership_base.ROLE_AGENT)
+    _common.add_instance_hosts_argument(parser)
+    parser.add_argument(
+        '--report-file', metavar='PATH',
+        help=_('Write a JSON snapshot of the partition to PATH after every '
+               'refresh, atomically (see the CLI reference for its '
+               'format).'))
+    parser.set_defaults(func=run)

@@ -1,0 +1,325 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""``ironic-partition check``: validate a configuration against the system.
+
+Prints one line per problem and exits with 1 when there is any (0
+otherwise). The checks:
+
+``config``
+    the options are valid and this host is in ``[ironic] peer_list``;
+``database``
+    the membership database is reachable and migrated;
+``ironic``
+    Ironic answers;
+``group``
+    the conductor group exists in Ironic and has alive conductors;
+``case``
+    config and Ironic agree on the case of names (partition_key against
+    Ironic's group, peer_list against this host's name): ironic-partition
+    ignores case, but nova's and Ironic's own code do not;
+``peers``
+    every peer has heartbeated at least once.
+
+Peers that heartbeated but are dead now are reported as warnings: they do
+not change the exit code.
+"""
+
+import collections
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from ironic_partition._i18n import _
+from ironic_partition.cmd import _common
+from ironic_partition import conf as ip_conf
+from ironic_partition.conf import ironic as ironic_conf
+from ironic_partition import exception
+from ironic_partition import ironic
+from ironic_partition.membership import base as membership_base
+
+LOG = logging.getLogger(__name__)
+
+#: One finding: ``check`` is the check's name, ``severity`` ``problem`` or
+#: ``warning``.
+Finding = collections.namedtuple('Finding', ['check', 'severity', 'message'])
+
+CHECKS = ('config', 'database', 'ironic', 'group', 'case', 'peers')
+
+
+class _Report(object):
+    def __init__(self):
+        self.findings = []
+        self.passed = []
+
+    def problem(self, check, message):
+        self.findings.append(Finding(check, 'problem',
+                                     _common.one_line(message)))
+
+    def warning(self, check, message):
+        self.findings.append(Finding(check, 'warning',
+                                     _common.one_line(message)))
+
+    def ok(self, check):
+        if not any(f.check == check and f.severity == 'problem'
+                   for f in self.findings):
+            self.passed.append(check)
+
+    @property
+    def problems(self):
+        return [f for f in self.findings if f.severity == 'problem']
+
+
+def _lenient_settings(conf):
+    """Read what can be read of the settings when validation failed.
+
+    :param conf: the ``ConfigOpts``.
+    :returns: a :data:`~ironic_partition.conf.PartitionSettings` with what
+        could be read (key and peers may be None / empty).
+    """
+    try:
+        key = ip_conf.normalize_partition_key(_raw_partition_key(conf)[1])
+    except (exception.ConfigurationError, cfg.Error, ValueError):
+        key = None
+    try:
+        peers = ip_conf.normalize_peer_list(conf.ironic.peer_list)
+    except (exception.ConfigurationError, cfg.Error, ValueError):
+        peers = ()
+    try:
+        host = ip_conf.get_host(conf)
+    except (cfg.Error, ValueError):
+        host = None
+    return ip_conf.PartitionSettings(key, peers, host)
+
+
+def _raw_partition_key(conf):
+    group = conf[ironic_conf.GROUP]
+    for name in ('partition_key', 'conductor_group'):
+        try:
+            value = getattr(group, name)
+        except (cfg.NoSuchOptError, cfg.Error, ValueError):
+            continue
+        if value is not None:
+            return name, value
+    return None, None
+
+
+def _raw_host(conf):
+    host = conf.ironic_partition.host
+    if host:
+        return '[ironic_partition] host', host
+    if 'host' in conf and conf.host:
+        return '[DEFAULT] host', conf.host
+    return None, None
+
+
+def _check_config(conf, report):
+    try:
+        settings = ip_conf.validate(conf)
+    except (exception.ConfigurationError, cfg.Error, ValueError) as e:
+        report.problem('config', _common.describe_error(e, conf))
+        return _lenient_settings(conf)
+    report.ok('config')
+    return settings
+
+
+def _check_database(conf, settings, role, report):
+    """Check the membership source; return its membership or None."""
+    if not settings.host:
+        return None
+    try:
+        backend = _common.open_membership(conf, settings, role)
+    except exception.IronicPartitionException as e:
+        report.problem('database', e)
+        return None
+    try:
+        key = settings.partition_key
+        membership = backend.members(
+            key, settings.peer_list if key is not None else None)
+    except exception.IronicPartitionException as e:
+        report.problem('database', e)
+        return None
+    finally:
+        _common.close_membership(backend)
+    report.ok('database')
+    return membership
+
+
+def _check_ironic(conf, report):
+    client = ironic.IronicClient(conf=conf)
+    try:
+        conductors = client.list_conductors()
+    except exception.IronicPartitionException as e:
+        report.problem('ironic', e)
+        return client, None
+    report.ok('ironic')
+    return client, conductors
+
+
+def _check_group(client, conductors, settings, report):
+    key = settings.partition_key
+    if key is None:
+        report.ok('group')
+        return
+    groups = _common.conductor_groups(conductors)
+    if key not in groups:
+        report.problem('group', exception.UnknownConductorGroup(
+            group=key, endpoint=client.endpoint,
+            known=_common.known_groups_text(groups)))
+        return
+    if not groups[key]['alive']:
+        report.problem('group', _(
+            'Conductor group %(group)s has no alive conductor (dead: '
+            '%(dead)s): Ironic manages none of its nodes. Start or repair '
+            'an ironic-conductor with [conductor] conductor_group = '
+            '%(group)s.') % {'group': _common.show_key(key),
+                             'dead': ', '.join(groups[key]['dead'])})
+        return
+    report.ok('group')
+
+
+def _check_case(conf, settings, conductors, report):
+    option, raw_key = _raw_partition_key(conf)
+    if raw_key is not None and raw_key != raw_key.lower():
+        where = (_('Ironic\'s conductor group %r') % raw_key.lower()
+                 if conductors is not None and raw_key.lower() in
+                 _common.conductor_groups(conductors)
+                 else _('Ironic\'s lower-case group names'))
+        report.problem('case', _(
+            '[ironic] %(opt)s %(raw)r differs in case from %(where)s: '
+            'ironic-partition ignores case, but nova\'s and Ironic\'s own '
+            'code compare it as written. Write %(low)r.') % {
+                'opt': option, 'raw': raw_key, 'where': where,
+                'low': raw_key.lower()})
+    source, raw_host = _raw_host(conf)
+    try:
+        peers = list(conf.ironic.peer_list or ())
+    except (cfg.Error, ValueError):
+        peers = []
+    for peer in peers:
+        peer = peer.strip()
+        if raw_host and peer.lower() == raw_host.lower() and peer != raw_host:
+            report.problem('case', _(
+                '[ironic] peer_list entry %(peer)r differs in case from '
+                'this host\'s name %(host)r (%(src)s): ironic-partition '
+                'ignores case, but nova\'s own driver does not. Write it '
+                'as %(host)r.') % {
+                    'peer': peer, 'host': raw_host, 'src': source})
+        elif peer != peer.lower() and not (raw_host and peer.lower()
+                                           == raw_host.lower()):
+            report.warning('case', _(
+                '[ironic] peer_list entry %(peer)r is not lower case; '
+                'services register lower-cased names (%(low)r).') % {
+                    'peer': peer, 'low': peer.lower()})
+    report.ok('case')
+
+
+def _check_peers(settings, membership, report):
+    if membership is None:
+        return
+    for peer in sorted(membership.never_seen):
+        report.problem('peers', _(
+            'Peer %(peer)r in [ironic] peer_list has never heartbeated in '
+            'the membership database: it is not running, runs with another '
+            'membership database or role, or registers under another name '
+            '(check its [ironic_partition] host).') % {'peer': peer})
+    for peer in sorted(membership.dead):
+        report.warning('peers', _(
+            'Peer %(peer)r is not alive (no heartbeat within '
+            '[ironic_partition] service_down_time); its share of the '
+            'nodes is managed by the live peers until it returns.') % {
+                'peer': peer})
+    if membership.stale:
+        report.problem('peers', _('The membership source is unreachable; '
+                                  'only the last known members are '
+                                  'known.'))
+    report.ok('peers')
+
+
+def run_checks(conf, role):
+    """Run every check.
+
+    :param conf: the ``ConfigOpts``.
+    :param role: the membership role.
+    :returns: a dict with ``problems``, ``warnings``, ``passed`` and the
+        settings read.
+    """
+    report = _Report()
+    settings = _check_config(conf, report)
+    membership = _check_database(conf, settings, role, report)
+    client, conductors = _check_ironic(conf, report)
+    if conductors is not None:
+        _check_group(client, conductors, settings, report)
+    _check_case(conf, settings, conductors, report)
+    _check_peers(settings, membership, report)
+    return {
+        'host': settings.host,
+        'partition_key': settings.partition_key,
+        'peer_list': list(settings.peer_list),
+        'role': role,
+        'problems': [f._asdict() for f in report.problems],
+        'warnings': [f._asdict() for f in report.findings
+                     if f.severity == 'warning'],
+        'passed': report.passed,
+        'skipped': [c for c in CHECKS if c not in report.passed
+                    and not any(f.check == c for f in report.findings)],
+    }
+
+
+def render(doc):
+    """The human report of ``check``: one line per finding.
+
+    :param doc: what :func:`run_checks` returned.
+    :returns: a list of lines.
+    """
+    lines = ['%s: %s' % (_('problem'), p['message'])
+             for p in doc['problems']]
+    lines += ['%s: %s' % (_('warning'), w['message'])
+              for w in doc['warnings']]
+    if not doc['problems']:
+        lines.append(_('OK: %(n)d checks passed (%(names)s)') % {
+            'n': len(doc['passed']), 'names': ', '.join(doc['passed'])})
+    return lines
+
+
+def run(conf):
+    """Run ``ironic-partition check``.
+
+    :param conf: the parsed ``ConfigOpts``.
+    :returns: 0 without problems, 1 with.
+    """
+    args = conf.command
+    progress = _common.Progress()
+    with progress.task(_('Checking')):
+        doc = run_checks(conf, args.role)
+    if args.format == 'json':
+        _common.emit_json(doc)
+    else:
+        _common.write_lines(render(doc))
+    return _common.EXIT_PROBLEMS if doc['problems'] else _common.EXIT_OK
+
+
+def add_parsers(subparsers):
+    """Add the ``check`` subcommand.
+
+    :param subparsers: the argparse subparsers of ``ironic-partition``.
+    :returns: None
+    """
+    parser = subparsers.add_parser(
+        'check', help=_('Validate the configuration against Ironic and '
+                        'the membership database; one line per problem.'),
+        epilog=_common.exit_codes_epilog())
+    _common.add_format_argument(parser)
+    _common.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
+    parser.set_defaults(func=run)

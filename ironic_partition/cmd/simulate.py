@@ -1,0 +1,517 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""``ironic-partition simulate``: an offline what-if of the ring.
+
+Needs no service. It builds the rings the services would build (the same
+:class:`~ironic_partition.ring.compute.ComputeRingProvider`, partitions and
+mode), for a set of nodes spread over conductor groups and members, then
+applies an event (members leaving and/or joining) and reports the balance
+before and after, and exactly which nodes move: the moves are
+:func:`ironic_partition.hash_ring.diff` of the two rings.
+
+Node UUIDs are random but reproducible (``--seed``), or read from a file
+(``--node-file``, one UUID per line). Members are named ``compute-1`` ...
+(``<group>-compute-1`` ... with several groups), or given by name.
+
+``--mode both`` (or ``--compare``) runs the tooz-exact mode and the
+balanced mode on the same input.
+"""
+
+import collections
+import random
+import time
+import uuid
+
+from oslo_log import log as logging
+
+from ironic_partition._i18n import _
+from ironic_partition.cmd import _common
+from ironic_partition.cmd import _stats
+from ironic_partition import exception
+from ironic_partition import hash_ring
+from ironic_partition.ring import compute
+
+LOG = logging.getLogger(__name__)
+
+DEFAULT_NODES = 10000
+DEFAULT_MEMBERS = 3
+#: With at most this many members the human report lists every member.
+MEMBER_TABLE_LIMIT = 20
+#: The human report lists at most this many flows (from -> to).
+FLOW_LIMIT = 20
+
+
+class _Mapped(object):
+    """A ring whose mapping of one key list is computed once.
+
+    :func:`hash_ring.diff` accepts anything with ``map_keys``; this lets
+    the simulation count members' keys and diff the same mapping.
+
+    :param ring: a hash ring.
+    :param keys: the key list.
+    """
+
+    def __init__(self, ring, keys):
+        self.ring = ring
+        self.nodes = ring.nodes
+        self._keys = keys
+        self.owners = ring.map_keys(keys)
+
+    def map_keys(self, keys):
+        """Map keys, from the cache when they are the simulated ones.
+
+        :param keys: a list of keys.
+        :returns: a dict of key to member.
+        """
+        if len(keys) == len(self._keys) and keys == self._keys:
+            return self.owners
+        return self.ring.map_keys(keys)
+
+
+def node_uuids(count, seed=0):
+    """Reproducible random version-4 UUIDs.
+
+    :param count: how many.
+    :param seed: the random seed.
+    :returns: a list of UUID strings.
+    """
+    rng = random.Random(seed)
+    return [str(uuid.UUID(int=rng.getrandbits(128), version=4))
+            for _index in range(count)]
+
+
+def read_node_file(path):
+    """Read node UUIDs, one per line; blank lines and ``#`` comments skipped.
+
+    :param path: the file.
+    :returns: a list of strings, duplicates removed.
+    :raises InvalidCommandInput: the file cannot be read or is empty.
+    """
+    try:
+        with open(path) as stream:
+            lines = [line.split('#', 1)[0].strip() for line in stream]
+    except OSError as e:
+        raise exception.InvalidCommandInput(
+            option='--node-file', value=path, reason=e.strerror or e)
+    nodes = list(dict.fromkeys(line for line in lines if line))
+    if not nodes:
+        raise exception.InvalidCommandInput(
+            option='--node-file', value=path, reason=_('no node UUID in it'))
+    return nodes
+
+
+def group_names(count):
+    """Names of simulated conductor groups.
+
+    :param count: how many groups.
+    :returns: a list of names.
+    """
+    return ['rack%d' % (index + 1) for index in range(count)]
+
+
+def member_names(group, count, start=1, single=True):
+    """Names of simulated members of a group.
+
+    :param group: the group name.
+    :param count: how many.
+    :param start: the first number.
+    :param single: whether there is one group only (shorter names).
+    :returns: a list of names.
+    """
+    prefix = 'compute-' if single else '%s-compute-' % group
+    return ['%s%d' % (prefix, start + index) for index in range(count)]
+
+
+def _parse_event(option, value):
+    """Parse ``--leave``/``--join``: a count, or comma-separated names.
+
+    :param option: the option, for messages.
+    :param value: the raw value, or None.
+    :returns: ``(count, names)``; one of them is 0 / empty.
+    :raises InvalidCommandInput: for a negative count or an empty name.
+    """
+    if value is None:
+        return 0, []
+    value = value.strip()
+    if value.isdigit():
+        return int(value), []
+    if value.startswith('-') and value[1:].isdigit():
+        raise exception.InvalidCommandInput(
+            option=option, value=value,
+            reason=_('a count must be 0 or more'))
+    names = [name.strip().lower() for name in value.split(',')]
+    if not all(names):
+        raise exception.InvalidCommandInput(
+            option=option, value=value,
+            reason=_('expected a count or comma-separated member names'))
+    return 0, names
+
+
+def plan(nodes, groups, members, leave=None, join=None):
+    """Lay out the simulated fleet and the event.
+
+    Nodes go to groups round robin. Counted leaves and joins apply to the
+    first group; named ones to the group holding the name (a joining name
+    goes to the first group).
+
+    :param nodes: the node UUIDs.
+    :param groups: how many conductor groups.
+    :param members: members per group.
+    :param leave: ``--leave``: a count or comma-separated names.
+    :param join: ``--join``: a count or comma-separated names.
+    :returns: a list of dicts, one per group, with ``group``, ``nodes``,
+        ``before``, ``after``, ``leaving`` and ``joining``.
+    :raises InvalidCommandInput: for an impossible event.
+    """
+    if groups < 1:
+        raise exception.InvalidCommandInput(
+            option='--groups', value=groups, reason=_('at least 1'))
+    if members < 1:
+        raise exception.InvalidCommandInput(
+            option='--members', value=members, reason=_('at least 1'))
+    names = group_names(groups)
+    single = groups == 1
+    layout = []
+    for index, group in enumerate(names):
+        layout.append({'group': group, 'nodes': nodes[index::groups],
+                       'before': member_names(group, members, single=single),
+                       'leaving': [], 'joining': []})
+    leave_count, leave_names = _parse_event('--leave', leave)
+    join_count, join_names = _parse_event('--join', join)
+    first = layout[0]
+    if leave_count > members:
+        raise exception.InvalidCommandInput(
+            option='--leave', value=leave,
+            reason=_('only %d members per group') % members)
+    if leave_count:
+        first['leaving'] = first['before'][members - leave_count:]
+    for name in leave_names:
+        owner = [g for g in layout if name in g['before']]
+        if not owner:
+            raise exception.InvalidCommandInput(
+                option='--leave', value=leave,
+                reason=_('%(name)r is not a member; members are named like '
+                         '%(example)s') % {'name': name,
+                                           'example': first['before'][0]})
+        owner[0]['leaving'].append(name)
+    if join_count:
+        first['joining'] = member_names(first['group'], join_count,
+                                        start=members + 1, single=single)
+    for name in join_names:
+        if any(name in g['before'] for g in layout):
+            raise exception.InvalidCommandInput(
+                option='--join', value=join,
+                reason=_('%r is a member already') % name)
+        first['joining'].append(name)
+    for entry in layout:
+        gone = set(entry['leaving'])
+        entry['after'] = ([m for m in entry['before'] if m not in gone]
+                          + entry['joining'])
+    return layout
+
+
+def simulate_group(entry, mode, partitions, load_factor, keep_moves=False):
+    """Build the before and after rings of one group and diff them.
+
+    :param entry: one item of :func:`plan`.
+    :param mode: ``tooz`` or ``balanced``.
+    :param partitions: points per member.
+    :param load_factor: the balanced mode's bound.
+    :param keep_moves: return every moved node, not just the counts.
+    :returns: a dict with the counts per member before and after, the
+        balance figures, the moves and the flows between members.
+    """
+    keys = entry['nodes']
+    provider = compute.ComputeRingProvider(
+        members=entry['before'], partitions=partitions, mode=mode,
+        load_factor=load_factor)
+    ring_keys = keys if mode == 'balanced' else None
+    before = _Mapped(provider.build_ring(entry['before'], ring_keys), keys)
+    after = _Mapped(provider.build_ring(entry['after'], ring_keys), keys)
+    moves = hash_ring.diff(keys, before, after)
+    changed = set(entry['leaving']) | set(entry['joining'])
+    flows = collections.Counter(moves.values())
+    between_stayers = sum(
+        count for (old, new), count in flows.items()
+        if old not in changed and new not in changed)
+    counts_before = _stats.count_by_member(before.owners, entry['before'])
+    counts_after = _stats.count_by_member(after.owners, entry['after'])
+    result = {
+        'group': entry['group'],
+        'nodes': len(keys),
+        'members_before': len(entry['before']),
+        'members_after': len(entry['after']),
+        'leaving': entry['leaving'],
+        'joining': entry['joining'],
+        'counts_before': counts_before,
+        'counts_after': counts_after,
+        'balance_before': _stats.balance(counts_before),
+        'balance_after': _stats.balance(counts_after),
+        'moved': len(moves),
+        'moved_with_changed_members': len(moves) - between_stayers,
+        'moved_between_staying_members': between_stayers,
+        'flows': [{'from': old, 'to': new, 'nodes': count}
+                  for (old, new), count in sorted(
+                      flows.items(), key=lambda i: (-i[1], str(i[0])))],
+    }
+    if keep_moves:
+        result['moves'] = [{'node': key, 'from': old, 'to': new}
+                           for key, (old, new) in moves.items()]
+    return result
+
+
+def simulate(nodes, groups, members, leave=None, join=None,
+             modes=('tooz',), partitions=hash_ring.DEFAULT_PARTITION_NUMBER,
+             load_factor=hash_ring.DEFAULT_LOAD_FACTOR, keep_moves=False,
+             progress=None):
+    """Run the whole simulation.
+
+    :param nodes: the node UUIDs.
+    :param groups: how many conductor groups.
+    :param members: members per group.
+    :param leave: a count or comma-separated member names, or None.
+    :param join: a count or comma-separated member names, or None.
+    :param modes: the ring modes to run.
+    :param partitions: points per member.
+    :param load_factor: the balanced mode's bound.
+    :param keep_moves: list every moved node.
+    :param progress: a :class:`~ironic_partition.cmd._common.Progress`.
+    :returns: a JSON-serialisable dict.
+    """
+    progress = progress or _common.Progress(enabled=False)
+    start = time.monotonic()
+    layout = plan(nodes, groups, members, leave, join)
+    runs = []
+    for mode in modes:
+        mode_start = time.monotonic()
+        results = []
+        for entry in layout:
+            with progress.task(_('%(mode)s ring of %(group)s: %(nodes)d '
+                                 'nodes, %(members)d members') % {
+                                     'mode': mode, 'group': entry['group'],
+                                     'nodes': len(entry['nodes']),
+                                     'members': len(entry['before'])}):
+                results.append(simulate_group(entry, mode, partitions,
+                                              load_factor, keep_moves))
+        totals_before = {}
+        totals_after = {}
+        for res in results:
+            totals_before.update(res['counts_before'])
+            totals_after.update(res['counts_after'])
+        runs.append({
+            'mode': mode,
+            'groups': results,
+            'moved': sum(r['moved'] for r in results),
+            'moved_between_staying_members': sum(
+                r['moved_between_staying_members'] for r in results),
+            'balance_before': _stats.balance(totals_before),
+            'balance_after': _stats.balance(totals_after),
+            'seconds': round(time.monotonic() - mode_start, 3),
+        })
+    return {
+        'nodes': len(nodes),
+        'groups': groups,
+        'members_per_group': members,
+        'partitions_per_member': partitions,
+        'load_factor': load_factor,
+        'event': {'leaving': [m for e in layout for m in e['leaving']],
+                  'joining': [m for e in layout for m in e['joining']]},
+        'runs': runs,
+        'seconds': round(time.monotonic() - start, 3),
+    }
+
+
+def _event_text(doc):
+    event = doc['event']
+    parts = []
+    if event['leaving']:
+        parts.append(_('%s leave') % ', '.join(event['leaving']))
+    if event['joining']:
+        parts.append(_('%s join') % ', '.join(event['joining']))
+    return '; '.join(parts) or _('none (balance only)')
+
+
+def render(doc, long_listing=False, top=FLOW_LIMIT):
+    """The human report of ``simulate``.
+
+    :param doc: what :func:`simulate` returned.
+    :param long_listing: list every member and every moved node.
+    :param top: how many flows to list (all with ``long_listing``).
+    :returns: a list of lines.
+    """
+    lines = [_('%(nodes)d nodes in %(groups)d group(s), %(members)d '
+               'members per group, %(parts)d points per member') % {
+                   'nodes': doc['nodes'], 'groups': doc['groups'],
+                   'members': doc['members_per_group'],
+                   'parts': doc['partitions_per_member']},
+             _('Event: %s') % _event_text(doc), '']
+    rows = []
+    for run in doc['runs']:
+        for phase in ('before', 'after'):
+            stats = run['balance_' + phase]
+            rows.append((run['mode'], _(phase), stats['members'],
+                         stats['fair'], stats['min'], stats['max'],
+                         stats['max_over_fair'], stats['stddev']))
+    lines.append(_('Balance (nodes per member)'))
+    lines += _common.format_table(
+        (_('MODE'), _('WHEN'), _('MEMBERS'), _('FAIR'), _('MIN'), _('MAX'),
+         _('MAX/FAIR'), _('STDDEV')), rows, '  ')
+    lines.append('')
+    lines.append(_('Moves'))
+    lines += _common.format_table(
+        (_('MODE'), _('MOVED'), _('OF NODES'), _('WITH LEAVING/JOINING'),
+         _('BETWEEN STAYING MEMBERS'), _('SECONDS')),
+        [(run['mode'], run['moved'],
+          '%.2f%%' % _common.percent(run['moved'], doc['nodes']),
+          run['moved'] - run['moved_between_staying_members'],
+          run['moved_between_staying_members'], run['seconds'])
+         for run in doc['runs']], '  ')
+    for run in doc['runs']:
+        flows = [f for g in run['groups'] for f in g['flows']]
+        shown = flows if long_listing else flows[:max(0, top)]
+        if shown:
+            lines.append('')
+            lines.append(_('Flows, %(mode)s mode (%(shown)d of %(all)d)') % {
+                'mode': run['mode'], 'shown': len(shown),
+                'all': len(flows)})
+            lines += _common.format_table(
+                (_('FROM'), _('TO'), _('NODES')),
+                [(f['from'], f['to'], f['nodes']) for f in shown], '  ')
+        members = sum(len(g['counts_before']) for g in run['groups'])
+        if long_listing or members <= MEMBER_TABLE_LIMIT:
+            lines.append('')
+            lines.append(_('Members, %s mode') % run['mode'])
+            rows = []
+            for group in run['groups']:
+                names = sorted(set(group['counts_before'])
+                               | set(group['counts_after']))
+                for name in names:
+                    rows.append((group['group'], name,
+                                 group['counts_before'].get(name),
+                                 group['counts_after'].get(name)))
+            lines += _common.format_table(
+                (_('GROUP'), _('MEMBER'), _('BEFORE'), _('AFTER')), rows,
+                '  ')
+        if long_listing:
+            moves = [m for g in run['groups'] for m in g.get('moves', ())]
+            if moves:
+                lines.append('')
+                lines.append(_('Moved nodes, %s mode') % run['mode'])
+                lines += _common.format_table(
+                    (_('NODE'), _('FROM'), _('TO')),
+                    [(m['node'], m['from'], m['to']) for m in moves], '  ')
+    lines.append('')
+    lines.append(_('Simulated in %.2f s.') % doc['seconds'])
+    return lines
+
+
+def run(conf):
+    """Run ``ironic-partition simulate``.
+
+    :param conf: the parsed ``ConfigOpts``.
+    :returns: the exit code.
+    """
+    args = conf.command
+    progress = _common.Progress()
+    group = conf.ironic_partition
+    if args.compare or args.mode == 'both':
+        modes = ('tooz', 'balanced')
+    else:
+        modes = (args.mode or group.ring_mode,)
+    exponent = (args.partition_exponent if args.partition_exponent
+                is not None else group.partition_exponent)
+    if not 0 <= exponent <= 16:
+        raise exception.InvalidCommandInput(
+            option='--partition-exponent', value=exponent,
+            reason=_('between 0 and 16'))
+    if args.load_factor < 1:
+        raise exception.InvalidCommandInput(
+            option='--load-factor', value=args.load_factor,
+            reason=_('1 or more'))
+    if args.node_file:
+        nodes = read_node_file(args.node_file)
+    else:
+        if args.nodes < 0:
+            raise exception.InvalidCommandInput(
+                option='--nodes', value=args.nodes, reason=_('0 or more'))
+        with progress.task(_('Generating %d node UUIDs') % args.nodes):
+            nodes = node_uuids(args.nodes, args.seed)
+    doc = simulate(nodes, args.groups, args.members, args.leave, args.join,
+                   modes=modes, partitions=2 ** exponent,
+                   load_factor=args.load_factor,
+                   keep_moves=args.list_moves, progress=progress)
+    if args.format == 'json':
+        if not args.list_moves:
+            for run_doc in doc['runs']:
+                for res in run_doc['groups']:
+                    res.pop('moves', None)
+        _common.emit_json(doc)
+    else:
+        _common.write_lines(render(doc, long_listing=args.list_moves,
+                                   top=args.top))
+    return _common.EXIT_OK
+
+
+def add_parsers(subparsers):
+    """Add the ``simulate`` subcommand.
+
+    :param subparsers: the argparse subparsers of ``ironic-partition``.
+    :returns: None
+    """
+    parser = subparsers.add_parser(
+        'simulate', help=_('Offline what-if: balance and node moves when '
+                           'members leave or join.'),
+        epilog=_common.exit_codes_epilog())
+    _common.add_format_argument(parser)
+    parser.add_argument('--nodes', type=int, default=DEFAULT_NODES,
+                        help=_('Number of nodes (default: %(default)s).'))
+    parser.add_argument('--node-file', metavar='FILE',
+                        help=_('Read node UUIDs from FILE, one per line, '
+                               'instead of generating --nodes of them.'))
+    parser.add_argument('--seed', type=int, default=0,
+                        help=_('Seed of the generated node UUIDs '
+                               '(default: %(default)s).'))
+    parser.add_argument('--members', type=int, default=DEFAULT_MEMBERS,
+                        help=_('Ring members per conductor group (default: '
+                               '%(default)s).'))
+    parser.add_argument('--groups', type=int, default=1,
+                        help=_('Conductor groups; nodes are spread over '
+                               'them round robin (default: %(default)s).'))
+    parser.add_argument('--leave', metavar='COUNT|NAMES',
+                        help=_('Members leaving: a count (the last members '
+                               'of the first group) or comma-separated '
+                               'names such as compute-3.'))
+    parser.add_argument('--join', metavar='COUNT|NAMES',
+                        help=_('Members joining the first group: a count '
+                               'or comma-separated names.'))
+    parser.add_argument('--mode', choices=('tooz', 'balanced', 'both'),
+                        help=_('Ring mode (default: [ironic_partition] '
+                               'ring_mode).'))
+    parser.add_argument('--compare', action='store_true',
+                        help=_('Same as --mode both: compare tooz-exact '
+                               'with balanced.'))
+    parser.add_argument('--partition-exponent', type=int,
+                        help=_('Points per member are 2**N (default: '
+                               '[ironic_partition] partition_exponent).'))
+    parser.add_argument('--load-factor', type=float,
+                        default=hash_ring.DEFAULT_LOAD_FACTOR,
+                        help=_('Largest load relative to the fair share in '
+                               'balanced mode (default: %(default)s).'))
+    parser.add_argument('--top', type=int, default=FLOW_LIMIT,
+                        help=_('List the N largest flows of nodes between '
+                               'two members (default: %(default)s).'))
+    parser.add_argument('--list-moves', action='store_true',
+                        help=_('List every member and every moved node.'))
+    parser.set_defaults(func=run)

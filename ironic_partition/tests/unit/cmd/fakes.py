@@ -1,0 +1,106 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Fault-injecting fakes of Ironic and the membership for CLI unit tests."""
+
+import uuid
+
+from ironic_partition import ironic
+from ironic_partition.membership import base as mbase
+
+CONDUCTORS = [
+    {'hostname': 'c1', 'conductor_group': 'rack1', 'alive': True,
+     'drivers': ['fake-hardware']},
+    {'hostname': 'c2', 'conductor_group': 'rack2', 'alive': False,
+     'drivers': ['fake-hardware']},
+]
+
+
+def nodes(count, group='rack1', instances=None, start=0):
+    """Slim node records with predictable UUIDs.
+
+    :param count: how many.
+    :param group: their conductor group.
+    :param instances: index -> instance UUID.
+    :param start: the first index (UUIDs are derived from it).
+    :returns: a list of :class:`~ironic_partition.ironic.Node`.
+    """
+    instances = instances or {}
+    return [ironic.Node(id=str(uuid.UUID(int=i + 1)), conductor_group=group,
+                        driver='fake-hardware',
+                        instance_id=instances.get(i),
+                        provision_state='available', power_state='power off',
+                        is_maintenance=False)
+            for i in range(start, start + count)]
+
+
+class Client(object):
+    """An IronicClient serving fixed lists, or failing as told."""
+
+    endpoint = 'http://ironic.test'
+    page_size = 1000
+
+    def __init__(self, node_list=(), conductors=CONDUCTORS):
+        self.nodes = list(node_list)
+        self.conductors = conductors
+        self.fault = None
+        self.last_calls = 1
+        self.last_http_seconds = 0.0
+
+    def list_nodes(self, conductor_group=None, fields=None, **filters):
+        if self.fault is not None:
+            raise self.fault
+        result = [n for n in self.nodes if conductor_group is None
+                  or n.conductor_group == conductor_group]
+        if filters.get('associated'):
+            result = [n for n in result if n.instance_id is not None]
+        return result
+
+    def list_conductors(self):
+        if self.fault is not None:
+            raise self.fault
+        return list(self.conductors)
+
+    def reset(self):
+        pass
+
+
+class Membership(object):
+    """A membership backend with fixed live/dead/never-seen hosts."""
+
+    name = 'fake'
+
+    def __init__(self, live, dead=(), never_seen=()):
+        self.live = frozenset(live)
+        self.dead = frozenset(dead)
+        self.never_seen = frozenset(never_seen)
+        self.partition_key = None
+        self.started = 0
+        self.stopped = 0
+        self.fault = None
+
+    def start(self):
+        self.started += 1
+
+    def stop(self):
+        self.stopped += 1
+
+    def members(self, partition_key=None, peer_list=None):
+        if self.fault is not None:
+            raise self.fault
+        return mbase.Membership(live=self.live, dead=self.dead,
+                                never_seen=self.never_seen)
+
+    def status(self):
+        return {'backend': self.name, 'connection': None}

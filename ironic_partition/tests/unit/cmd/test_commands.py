@@ -1,0 +1,192 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""status, ring and check on fakes of Ironic and the membership."""
+
+from unittest import mock
+
+from ironic_partition.cmd import _common
+from ironic_partition.cmd import check
+from ironic_partition.cmd import ring
+from ironic_partition.cmd import status
+from ironic_partition import exception
+from ironic_partition import hash_ring
+from ironic_partition.tests import base
+from ironic_partition.tests.unit.cmd import fakes
+
+
+class CommandTestCase(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.config(group='ironic_partition', host='a1', claims='off')
+        self.config(group='ironic', partition_key='rack1',
+                    peer_list=['a1', 'a2', 'a3'])
+        self.nodes = fakes.nodes(40, instances={0: 'i-a1', 1: 'i-a2',
+                                                2: 'i-gone'})
+        self.client = fakes.Client(self.nodes)
+        self.membership = fakes.Membership(['a1', 'a3'], dead=['a2'])
+        self.patch(_common.membership_base, 'get_backend',
+                   mock.Mock(return_value=self.membership))
+        for module in (status, ring, check):
+            self.patch(module.ironic, 'IronicClient',
+                       mock.Mock(return_value=self.client))
+
+    def patch(self, obj, name, value):
+        patcher = mock.patch.object(obj, name, value)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+
+class TestStatus(CommandTestCase):
+
+    HOSTS = {'i-a1': 'a1', 'i-a2': 'a2'}
+
+    def test_read_only_refresh(self):
+        data = status.gather(self.conf, 'agent', self.HOSTS)
+        doc = status.to_dict(data)
+        ring_ = hash_ring.HashRing(['a1', 'a3'])
+        free = [n.id for n in self.nodes if n.instance_id is None]
+        mine = {u for u in free if ring_.get_node(u) == 'a1'}
+        self.assertEqual(mine | {self.nodes[0].id},
+                         {n['uuid'] for n in doc['managed']})
+        self.assertEqual(1, doc['by_instance_count'])
+        self.assertEqual(2, doc['foreign_count'])
+        self.assertEqual([{'node': self.nodes[1].id, 'instance': 'i-a2',
+                           'owner': 'a2',
+                           'suggested_host': ring_.get_node(
+                               self.nodes[1].id)}], doc['stranded'])
+        self.assertEqual(['a1', 'a3'], doc['peers']['live'])
+        self.assertEqual(['a2'], doc['peers']['dead'])
+        self.assertEqual({'alive': ['c1'], 'dead': []}, doc['conductors'])
+        text = '\n'.join(status.render(doc))
+        self.assertIn('a2    dead', text)
+        self.assertIn('nova-manage db ironic_compute_node_move', text)
+        self.assertIn('--down a2', text)
+
+    def test_without_instance_owners_status_explains(self):
+        doc = status.to_dict(status.gather(self.conf, 'agent'))
+        self.assertEqual([], doc['stranded'])
+        self.assertIn('Pass --instance-hosts',
+                      '\n'.join(status.render(doc)))
+
+    def test_long_lists_nodes(self):
+        doc = status.to_dict(status.gather(self.conf, 'agent', self.HOSTS))
+        text = '\n'.join(status.render(doc, long_listing=True))
+        self.assertIn(self.nodes[0].id + '  instance  i-a1', text)
+
+    def test_faults(self):
+        self.config(group='ironic', partition_key='rack9')
+        self.assertRaises(exception.UnknownConductorGroup, status.gather,
+                          self.conf, 'agent')
+        self.config(group='ironic', partition_key='rack1')
+        self.client.fault = exception.IronicUnavailable(endpoint='e',
+                                                        reason='down')
+        err = self.assertRaises(exception.IronicUnavailable, status.gather,
+                                self.conf, 'agent')
+        self.assertEqual(_common.EXIT_IRONIC, _common.exit_code_for(err))
+        self.client.fault = None
+        self.config(group='ironic', peer_list=['a2', 'a3'])
+        self.assertRaises(exception.InvalidPeerList, status.gather,
+                          self.conf, 'agent')
+
+
+class TestRing(CommandTestCase):
+
+    def test_compute_ring_counts(self):
+        doc = ring.compute_ring(self.conf, 'agent',
+                                {'i-a1': 'a1', 'i-a2': 'a2'})
+        self.assertEqual(40, doc['listed'])
+        self.assertEqual(37, doc['ring_nodes'])
+        self.assertEqual(['a1', 'a3'], [m['member'] for m in doc['members']])
+        self.assertEqual(37, sum(m['ring_nodes'] for m in doc['members']))
+        self.assertEqual({'dead': ['a2'], 'never_seen': []},
+                         doc['not_on_ring'])
+        self.assertEqual([1, 0], [m['instance_nodes']
+                                  for m in doc['members']])
+        text = '\n'.join(ring.render_compute(doc))
+        self.assertIn('a1 *', text)
+        self.assertIn('a2 (dead)', text)
+
+    def test_conductor_rings(self):
+        self.client.nodes += fakes.nodes(5, group='rack2', start=100)
+        doc = ring.conductor_rings(self.conf)
+        groups = {g['conductor_group']: g for g in doc['groups']}
+        self.assertEqual([{'hostname': 'c1', 'nodes': 40,
+                           'share_percent': 100.0}],
+                         groups['rack1']['conductors'])
+        self.assertEqual(5, groups['rack2']['unmapped_nodes'])
+        self.assertIn('5 nodes have no alive conductor',
+                      '\n'.join(ring.render_conductors(doc)))
+        self.assertRaises(exception.UnknownConductorGroup,
+                          ring.conductor_rings, self.conf, 'nope')
+
+
+class TestCheck(CommandTestCase):
+
+    def test_all_good(self):
+        self.membership.dead = frozenset()
+        doc = check.run_checks(self.conf, 'agent')
+        self.assertEqual([], doc['problems'])
+        self.assertEqual(list(check.CHECKS), doc['passed'])
+        self.assertEqual(['OK: 6 checks passed (config, database, ironic, '
+                          'group, case, peers)'], check.render(doc))
+
+    def _messages(self, doc):
+        return [p['message'] for p in doc['problems']]
+
+    def test_one_line_per_problem(self):
+        self.config(group='ironic', partition_key='RACK2',
+                    peer_list=['A1', 'a4'])
+        self.config(group='ironic_partition', host='a1')
+        self.membership.never_seen = frozenset(['a4'])
+        doc = check.run_checks(self.conf, 'agent')
+        messages = self._messages(doc)
+        self.assertEqual(4, len(messages), messages)
+        self.assertIn('no alive conductor', messages[0])
+        self.assertIn("[ironic] partition_key 'RACK2' differs in case from "
+                      "Ironic's conductor group 'rack2'", messages[1])
+        self.assertIn("peer_list entry 'A1' differs in case", messages[2])
+        self.assertIn("Peer 'a4'", messages[3])
+        self.assertEqual(['peers'], [w['check'] for w in doc['warnings']])
+        lines = check.render(doc)
+        self.assertEqual(5, len(lines))
+        self.assertTrue(all('\n' not in line for line in lines))
+
+    def test_host_missing_and_unknown_group(self):
+        self.config(group='ironic', partition_key='rack9',
+                    peer_list=['a2', 'a3'])
+        doc = check.run_checks(self.conf, 'agent')
+        messages = self._messages(doc)
+        self.assertIn("must contain this service's own host 'a1'",
+                      messages[0])
+        self.assertIn("partition_key 'rack9' is not a conductor group",
+                      messages[1])
+
+    def test_unreachable_services(self):
+        self.client.fault = exception.IronicUnavailable(endpoint='e',
+                                                        reason='refused')
+        self.membership.fault = exception.MembershipUnavailable(
+            role='agent', reason='db gone')
+        doc = check.run_checks(self.conf, 'agent')
+        self.assertEqual(['database', 'ironic'],
+                         [p['check'] for p in doc['problems']])
+        self.assertNotIn('group', doc['passed'])
+        self.assertIn('group', doc['skipped'])
+
+    def test_nova_backend_is_refused_clearly(self):
+        self.config(group='ironic_partition', membership_backend='nova')
+        doc = check.run_checks(self.conf, 'agent')
+        self.assertIn('only be read inside nova-compute',
+                      self._messages(doc)[0])
