@@ -78,4 +78,11 @@ if ! port_open 3306; then
         FLUSH PRIVILEGES;"
 fi
 
-echo "PostgreSQL 127.0.0.1:5432 and MariaDB 127.0.0.1:3306 are up."
+# libfaketime, for the fault tests' agents whose wall clock is off
+# (ironic_partition/tests/functional/agents.py looks for it here).
+if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
+    need_root libfaketime
+    apt_install faketime
+fi
+
+echo "PostgreSQL 127.0.0.1:5432 and MariaDB 127.0.0.1:3306 are up; libfaketime is installed."

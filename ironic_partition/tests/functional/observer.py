@@ -1,0 +1,881 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""An observer of partition agents that checks the invariants I1-I4.
+
+It polls every agent's report file (``ironic-partition serve
+--report-file``), records every reported set with its times, is told when
+processes are started, killed, paused, resumed or stopped, optionally
+polls the claims table, and checks, after the fact, the invariants of
+``doc/source/admin/safety.rst``.
+
+What "reported at an instant" means
+===================================
+
+A report file is a snapshot: its ``managed`` list holds what the agent
+may report at the instant of the write, and its ``claims.valid_for`` says
+for how long its instance-less (ring) nodes stay reportable without a new
+successful claim round. The observer turns every report into an interval
+per node, in two ways:
+
+*conservative* (used for I1, I3 and I4: it can only make a report last
+longer)
+    from the report's own ``monotonic`` (read by the agent *before* it
+    decides what to write) until the next report of the same host
+    replaced the file, for which the upper bound
+    ``min(seen, ctime + TICK)`` is used: ``seen`` is the observer's clock
+    when it noticed the new file, and the file's ``ctime`` (set by the
+    kernel at the ``os.replace`` and at most a clock tick late) is
+    translated to the monotonic clock. The ring nodes' interval also ends
+    at ``monotonic + valid_for + EPSILON`` (the fence, plus the rounding
+    of ``valid_for``). Process death and SIGSTOP do *not* end it: a dead
+    or paused agent's last report counts until its fence, as if a
+    consumer still acted on it. The nodes whose instance the agent owns
+    never expire.
+
+*pessimistic* (used for I2: it can only make a report shorter)
+    from the upper bound of the replace (``min(seen, ctime + TICK)``)
+    until the ``monotonic`` of the host's next report (or, when the next
+    report lists the node too, without a break), the fence (no epsilon),
+    or the instant the process was killed or paused (SIGSTOP), whichever
+    comes first. An agent cut off from the database still reports until
+    its fence: that is real.
+
+So a double report found by I1 is one that may have happened, and a gap
+found by I2 is at least as long as any gap that happened. The observer
+polls every ``poll_interval`` (10 ms by default) and only re-reads files
+whose inode or ctime changed; a write it missed (the ``refresh_counter``
+of one process jumped) is counted in :attr:`Analysis.misses`, which the
+tests require to be 0. When told of a kill or a pause it reads that
+agent's file at once, so the last report of a process is not missed.
+
+The invariants as checked
+=========================
+
+I1
+    For every instance-less node, no two conservative intervals of
+    different hosts overlap. Every overlap is listed with its duration.
+I2
+    Within the analysis window (from :meth:`Observer.steady`, once every
+    node was reported), the union of all hosts' pessimistic intervals
+    leaves no instance-less node uncovered for longer than the bound
+    ``service_down_time + 2 x refresh_interval``. Windows declared with
+    :meth:`Observer.exempt` (the database gone for every service: no
+    member can be live) are cut out of gaps. Every gap is recorded; the
+    longest is compared with the bound.
+I3
+    A node with an instance is never reported by a host other than its
+    instance's owner, and every report of the owner's process after its
+    first ready report includes it.
+I4
+    From the claims table (read every ``claims_interval`` through a
+    connection of the observer's own, which no proxy cuts): whenever a
+    node's claim passes from host A to another host, the instant it
+    became free (the lower bound of A's lease expiry by the database
+    clock, translated to the monotonic clock, or the last poll that still
+    showed A) must come after A's conservative end of reporting it. A
+    handover is *ok* when proven so, a *violation* when A certainly still
+    reported the node (file listing it, fence not reached) after the
+    claim was certainly free, *inconclusive* otherwise (the poll was too
+    coarse to tell). Tests require no violation, and report the smallest
+    margin of the ok ones. Releases by a graceful stop (SIGTERM) are
+    also counted apart (:attr:`Analysis.stop_order`).
+"""
+
+import bisect
+import collections
+import json
+import os
+import sys
+import threading
+import time
+
+import fixtures
+
+#: The largest lag of the kernel's coarse clock behind the real time.
+TICK = 0.02
+#: A release this long after a SIGTERM counts as the graceful stop's.
+STOP_WINDOW = 10.0
+#: Added to the fence for the rounding of ``valid_for`` (3 decimals) and
+#: the microseconds between reading the clock and ``valid_for``.
+EPSILON = 0.01
+
+
+def _intern(values):
+    return frozenset(sys.intern(v) for v in values)
+
+
+class Report(object):
+    """One report file as read, with its times on the monotonic clock."""
+
+    __slots__ = ('host', 'pid', 'written', 'seen', 'replaced', 'state',
+                 'ready', 'managed', 'by_instance', 'claims_on',
+                 'valid_until', 'counter', 'ring_members', 'round_seconds',
+                 'refresh_seconds', 'fenced', 'waiting', 'doc')
+
+    def __init__(self, host, doc, seen, replaced):
+        self.host = host
+        self.doc = doc
+        self.pid = doc.get('pid')
+        self.written = float(doc.get('monotonic') or seen)
+        self.seen = seen
+        #: The upper bound of the instant the file was replaced.
+        self.replaced = min(seen, replaced)
+        self.state = doc.get('state')
+        self.ready = bool(doc.get('ready'))
+        self.managed = _intern(doc.get('managed') or ())
+        self.by_instance = _intern(doc.get('by_instance') or ())
+        claims = doc.get('claims') or {}
+        self.claims_on = bool(claims.get('enabled'))
+        valid_for = claims.get('valid_for')
+        self.valid_until = (None if valid_for is None
+                            else self.written + float(valid_for))
+        self.counter = doc.get('refresh_counter') or 0
+        self.ring_members = tuple(doc.get('ring_members') or ())
+        self.round_seconds = claims.get('last_round_seconds')
+        self.refresh_seconds = doc.get('refresh_seconds')
+        self.fenced = bool(claims.get('fenced'))
+        self.waiting = len(doc.get('waiting') or ())
+
+    def ring_nodes(self):
+        """The managed nodes the agent does not own the instance of."""
+        return self.managed - self.by_instance
+
+
+class _Run(object):
+    """Consecutive reporting of one node by one host."""
+
+    __slots__ = ('start', 'end', 'certain_end')
+
+    def __init__(self, start, end, certain_end):
+        self.start = start
+        self.end = end
+        self.certain_end = certain_end
+
+
+class _Host(object):
+
+    def __init__(self, host, path):
+        self.host = host
+        self.path = path
+        self.key = None
+        self.last = None
+        self.events = []          # (time, kind), sorted
+        self.cons = {}            # node -> open _Run (conservative)
+        self.pess = {}            # node -> open [start, end] (pessimistic)
+        self.ready_pids = set()
+        self.reports = 0
+
+
+class _ClaimSegment(object):
+    """A run of polls that saw the same owner and epoch of one claim."""
+
+    __slots__ = ('owner', 'epoch', 'first_seen', 'last_seen_start',
+                 'expires_lower')
+
+    def __init__(self, owner, epoch, poll_start, poll_end, expires_lower):
+        self.owner = owner
+        self.epoch = epoch
+        self.first_seen = poll_end
+        self.last_seen_start = poll_start
+        self.expires_lower = expires_lower
+
+
+Handover = collections.namedtuple(
+    'Handover', ['node', 'from_host', 'to_host', 'free_lower', 'free_upper',
+                 'reported_end', 'certain_end', 'status', 'margin', 'kind'])
+
+Gap = collections.namedtuple('Gap', ['node', 'start', 'end', 'effective'])
+
+Overlap = collections.namedtuple('Overlap',
+                                 ['node', 'hosts', 'start', 'end'])
+
+
+class Analysis(object):
+    """What the observer found; see the module documentation."""
+
+    def __init__(self):
+        self.window = None
+        self.bound = None
+        self.overlaps = []
+        self.gaps = []
+        self.i3 = []
+        self.handovers = []
+        self.misses = []
+        self.reports = 0
+        self.coverage = {}
+        self.marks = []
+        self.exempt = []
+        self.round_seconds = []
+        self.refresh_seconds = []
+        self.moves = 0
+        self.members_history = []
+
+    # Summaries.
+
+    @property
+    def longest_gap(self):
+        """The longest effective I2 gap: a :data:`Gap`, or None."""
+        return max(self.gaps, key=lambda g: g.effective, default=None)
+
+    @property
+    def violations(self):
+        """The handovers proven wrong."""
+        return [h for h in self.handovers if h.status == 'violation']
+
+    @property
+    def stop_order(self):
+        """Graceful stops that released a claim before the last report.
+
+        Counted apart as well because an agent once did so (it released
+        its claims before writing its ``stopped`` report).
+        """
+        return [h for h in self.violations if h.kind == 'stop']
+
+    @property
+    def ok_handovers(self):
+        """The I4 handovers proven right."""
+        return [h for h in self.handovers if h.status == 'ok']
+
+    def min_margin(self, kind=None):
+        """The smallest I4 margin of the proven handovers.
+
+        :param kind: ``expiry`` or ``release``; both by default.
+        :returns: seconds, or None.
+        """
+        margins = [h.margin for h in self.ok_handovers
+                   if kind is None or h.kind == kind]
+        return min(margins, default=None)
+
+    def covered_from(self, instant, nodes=None):
+        """How long after ``instant`` until every node is reported.
+
+        Pessimistic intervals, so it is never shorter than the truth.
+
+        :param instant: a monotonic time.
+        :param nodes: the nodes to consider; all by default.
+        :returns: seconds (0 when all were covered at ``instant``), or
+            None when some node was never covered again.
+        """
+        worst = 0.0
+        for node in (self.coverage if nodes is None else nodes):
+            intervals = self.coverage.get(node, ())
+            found = None
+            for start, end in intervals:
+                if end <= instant:
+                    continue
+                found = max(0.0, start - instant)
+                break
+            if found is None:
+                return None
+            worst = max(worst, found)
+        return worst
+
+    def gaps_between(self, start, end):
+        """The gaps that began within ``[start, end)``.
+
+        :returns: a list of :data:`Gap`.
+        """
+        return [g for g in self.gaps if start <= g.start < end]
+
+    def overlaps_between(self, start, end):
+        """The I1 overlaps that began within ``[start, end)``."""
+        return [o for o in self.overlaps if start <= o.start < end]
+
+    def problems(self, bound=None):
+        """Every invariant broken, one line each.
+
+        :param bound: the I2 bound; :attr:`bound` by default.
+        :returns: a list of strings, empty when I1-I4 hold.
+        """
+        bound = self.bound if bound is None else bound
+        lines = []
+        for o in self.overlaps[:20]:
+            lines.append('I1: node %s reported by %s at once for %.3f s '
+                         'from t=%.3f' % (o.node, ' and '.join(o.hosts),
+                                          o.end - o.start, o.start))
+        if len(self.overlaps) > 20:
+            lines.append('I1: %d more overlaps' % (len(self.overlaps) - 20))
+        longest = self.longest_gap
+        if bound is not None and longest is not None and \
+                longest.effective > bound:
+            bad = [g for g in self.gaps if g.effective > bound]
+            lines.append('I2: %d gaps longer than %.1f s, the longest %.3f s '
+                         '(node %s from t=%.3f)' % (
+                             len(bad), bound, longest.effective,
+                             longest.node, longest.start))
+        lines.extend('I3: ' + p for p in self.i3[:20])
+        for h in self.violations[:20]:
+            lines.append('I4: %s still reported node %s until t=%.3f (at '
+                         'least), its claim was free by t=%.3f and taken '
+                         'by %s' % (h.from_host, h.node, h.certain_end,
+                                    h.free_upper, h.to_host))
+        for host, pid, counter, count in self.misses:
+            lines.append('observer: missed %d report(s) of %s (pid %s) '
+                         'after refresh %d' % (count, host, pid, counter))
+        return lines
+
+    def summary(self):
+        """A few lines of figures, for logs and the benchmark.
+
+        :returns: a list of strings.
+        """
+        longest = self.longest_gap
+        margin_e = self.min_margin('expiry')
+        margin_r = self.min_margin('release')
+        inconclusive = sum(1 for h in self.handovers
+                           if h.status == 'inconclusive')
+        return [
+            'reports read: %d, missed: %d' % (
+                self.reports, sum(m[3] for m in self.misses)),
+            'I1 double reports: %d (%.3f s in total)' % (
+                len(self.overlaps),
+                sum(o.end - o.start for o in self.overlaps)),
+            'I2 longest unreported: %s against the bound %s s (%d gaps)' % (
+                '%.3f s (node %s)' % (longest.effective, longest.node)
+                if longest else 'none', self.bound, len(self.gaps)),
+            'I3 problems: %d' % len(self.i3),
+            'I4 handovers: %d ok (smallest margin %s after an expiry, %s '
+            'after a release), %d inconclusive, %d violations; %d nodes '
+            'released by a graceful stop before its last report' % (
+                len(self.ok_handovers),
+                '%.3f s' % margin_e if margin_e is not None else '-',
+                '%.3f s' % margin_r if margin_r is not None else '-',
+                inconclusive, len(self.violations), len(self.stop_order)),
+        ]
+
+
+class Observer(fixtures.Fixture):
+    """Watch agents' report files (and the claims table) in threads.
+
+    :param nodes: the instance-less nodes of the partition.
+    :param instance_owner: node UUID -> the host owning its instance.
+    :param bound: the I2 bound in seconds.
+    :param claims_db: an :class:`ironic_partition.db.api.Connection` to
+        read the claims table from, or None (no I4 handover check).
+    :param role: the agents' role, for the claims table.
+    :param poll_interval: seconds between two looks at the files.
+    :param claims_interval: seconds between two reads of the claims.
+    """
+
+    def __init__(self, nodes, instance_owner=None, bound=None,
+                 claims_db=None, role='agent', poll_interval=0.01,
+                 claims_interval=0.05):
+        super().__init__()
+        self.nodes = _intern(nodes)
+        self.instance_owner = {sys.intern(n): h.lower() for n, h in
+                               (instance_owner or {}).items()}
+        self.bound = bound
+        self.claims_db = claims_db
+        self.role = role
+        self.poll_interval = poll_interval
+        self.claims_interval = claims_interval
+        self._lock = threading.RLock()
+        self._hosts = collections.OrderedDict()
+        self._stop = threading.Event()
+        self._threads = []
+        self._closed_cons = collections.defaultdict(list)
+        self._closed_pess = collections.defaultdict(list)
+        self._i3 = []
+        self._misses = []
+        self._marks = []
+        self._exempt = []
+        self._steady = None
+        self._stopped_at = None
+        self._round_seconds = []
+        self._refresh_seconds = []
+        self._claims = {}                 # node -> list of segments
+        self._claim_polls = 0
+        self._claim_errors = 0
+        self._members = []                # (time, host, ring members)
+        #: Reports older than this (seconds) do not count as a live
+        #: agent's view when looking for agreed memberships.
+        self.agree_window = 3.0
+
+    # Set-up.
+
+    def _setUp(self):
+        self.addCleanup(self.stop)
+        self.start()
+
+    def start(self):
+        """Start polling.
+
+        :returns: None
+        """
+        self._stop.clear()
+        thread = threading.Thread(target=self._poll_files,
+                                  name='observer-files', daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        if self.claims_db is not None:
+            thread = threading.Thread(target=self._poll_claims,
+                                      name='observer-claims', daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self):
+        """Stop polling (idempotent); closes every open interval.
+
+        :returns: None
+        """
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(10)
+        with self._lock:
+            self.poll_all()
+            self._stopped_at = time.monotonic()
+            for host in self._hosts.values():
+                self._finalise(host, None)
+
+    def add_agent(self, host, path):
+        """Watch an agent's report file.
+
+        :param host: the agent's host name.
+        :param path: its report file.
+        :returns: None
+        """
+        with self._lock:
+            self._hosts.setdefault(host.lower(), _Host(host.lower(), path))
+
+    # Being told.
+
+    def event(self, host, kind, when=None):
+        """Record what happened to an agent's process.
+
+        :param host: the agent.
+        :param kind: ``start``, ``kill``, ``pause``, ``resume``, ``term``,
+            ``exit``, ``hup``, ``cut`` or ``restore``.
+        :param when: the monotonic instant; now by default.
+        :returns: None
+        """
+        when = time.monotonic() if when is None else when
+        with self._lock:
+            state = self._hosts[host.lower()]
+            bisect.insort(state.events, (when, kind))
+            if kind in ('kill', 'pause', 'exit', 'cut'):
+                self._poll(state)
+
+    def mark(self, label, when=None):
+        """Record a labelled instant (a fault), for per-fault figures.
+
+        :param label: a short text.
+        :param when: the monotonic instant; now by default.
+        :returns: the instant.
+        """
+        when = time.monotonic() if when is None else when
+        with self._lock:
+            self._marks.append((when, label))
+        return when
+
+    def steady(self, when=None):
+        """Start the I2 analysis window (every node reported by now).
+
+        :param when: the monotonic instant; now by default.
+        :returns: the instant.
+        """
+        self._steady = time.monotonic() if when is None else when
+        return self._steady
+
+    def exempt(self, start, end, reason):
+        """Cut a window out of I2's gaps (no member can be live in it).
+
+        :param start: the monotonic start.
+        :param end: the monotonic end.
+        :param reason: why, for the record.
+        :returns: None
+        """
+        with self._lock:
+            self._exempt.append((start, end, reason))
+
+    # Reading.
+
+    def latest(self, host=None):
+        """The last report read.
+
+        :param host: an agent; all by default.
+        :returns: the report document (``{}`` when none), or a dict of
+            host -> document.
+        """
+        with self._lock:
+            if host is not None:
+                last = self._hosts[host.lower()].last
+                return dict(last.doc) if last is not None else {}
+            return {h: dict(s.last.doc) for h, s in self._hosts.items()
+                    if s.last is not None}
+
+    def reported(self):
+        """Host -> the set each host's last report manages."""
+        with self._lock:
+            return {h: s.last.managed for h, s in self._hosts.items()
+                    if s.last is not None}
+
+    def poll_all(self):
+        """Read every changed report file now.
+
+        :returns: None
+        """
+        with self._lock:
+            for state in self._hosts.values():
+                self._poll(state)
+
+    def _poll_files(self):
+        while not self._stop.wait(self.poll_interval):
+            try:
+                self.poll_all()
+            except Exception:   # pragma: no cover - never kill the thread
+                time.sleep(self.poll_interval)
+
+    def _poll(self, state):
+        try:
+            st = os.stat(state.path)
+        except OSError:
+            return
+        key = (st.st_ino, st.st_ctime_ns, st.st_mtime_ns, st.st_size)
+        if key == state.key:
+            return
+        seen = time.monotonic()
+        offset = time.time() - seen
+        try:
+            with open(state.path) as stream:
+                doc = json.load(stream)
+        except (OSError, ValueError):
+            return
+        state.key = key
+        last = state.last
+        if last is not None and last.pid == doc.get('pid') and \
+                last.written == doc.get('monotonic'):
+            return
+        replaced = st.st_ctime_ns / 1e9 - offset + TICK
+        self._ingest(state, Report(state.host, doc, seen, replaced))
+
+    # Turning reports into intervals.
+
+    def _cut_after(self, state, instant):
+        """The first kill or pause of a host after an instant."""
+        index = bisect.bisect_right(state.events, (instant, '\xff'))
+        for when, kind in state.events[index:]:
+            if kind in ('kill', 'pause'):
+                return when
+        return None
+
+    def _ingest(self, state, report):
+        previous = state.last
+        if previous is not None and report.written < previous.written:
+            return
+        self._check_misses(state, previous, report)
+        self._finalise(state, report)
+        state.last = report
+        state.reports += 1
+        if report.ready and report.state == 'running':
+            state.ready_pids.add(report.pid)
+            if report.round_seconds is not None:
+                self._round_seconds.append(report.round_seconds)
+            if report.refresh_seconds is not None:
+                self._refresh_seconds.append(report.refresh_seconds)
+            self._members.append((report.written, state.host,
+                                  report.ring_members))
+        self._check_i3(state, report)
+
+    def _check_misses(self, state, previous, report):
+        if previous is None or report.pid != previous.pid:
+            missed = report.counter - (1 if report.state == 'running'
+                                       else 0)
+            base = 0
+        else:
+            missed = report.counter - previous.counter - (
+                1 if report.state == 'running' else 0)
+            base = previous.counter
+        if missed > 0:
+            self._misses.append((state.host, report.pid, base, missed))
+
+    def _finalise(self, state, nxt):
+        """Close the intervals of a host's last report.
+
+        :param state: the host.
+        :param nxt: the report replacing it, or None at the end.
+        """
+        report = state.last
+        if report is None:
+            return
+        if nxt is not None:
+            end_all = nxt.replaced
+            certain_all = nxt.written
+            listed = nxt.managed
+        else:
+            end_all = certain_all = self._stopped_at
+            listed = frozenset()
+        fence = report.valid_until if report.claims_on else None
+        cut = self._cut_after(state, report.written)
+        pess_start = report.replaced
+        kept = set()
+        for node in report.managed:
+            owned = node in report.by_instance
+            end = end_all
+            certain = certain_all
+            # NOTE(observer): a node the next report lists too never left
+            # the file; otherwise it left at some instant after the next
+            # report's own clock reading.
+            pess_end = end_all if node in listed else certain_all
+            if not owned and report.claims_on:
+                fence_at = fence if fence is not None else report.written
+                end = min(end, fence_at + EPSILON)
+                certain = min(certain, fence_at)
+                pess_end = min(pess_end, fence_at)
+            if cut is not None:
+                pess_end = min(pess_end, cut)
+            start = report.written
+            run = state.cons.get(node)
+            if run is not None and start <= run.end:
+                run.end = max(run.end, end)
+                run.certain_end = max(run.certain_end, certain)
+            else:
+                if run is not None:
+                    self._closed_cons[node].append(
+                        (state.host, run.start, run.end, run.certain_end))
+                state.cons[node] = _Run(start, max(start, end),
+                                        max(start, certain))
+            kept.add(node)
+            if pess_end > pess_start:
+                span = state.pess.get(node)
+                if span is not None and pess_start <= span[1]:
+                    span[1] = max(span[1], pess_end)
+                else:
+                    if span is not None:
+                        self._closed_pess[node].append(tuple(span))
+                    state.pess[node] = [pess_start, pess_end]
+        for node in list(state.cons):
+            if node not in kept:
+                run = state.cons.pop(node)
+                self._closed_cons[node].append(
+                    (state.host, run.start, run.end, run.certain_end))
+        for node in list(state.pess):
+            if node not in kept:
+                self._closed_pess[node].append(tuple(state.pess.pop(node)))
+        if nxt is None:
+            for node, run in state.cons.items():
+                self._closed_cons[node].append(
+                    (state.host, run.start, run.end, run.certain_end))
+            for node, span in state.pess.items():
+                self._closed_pess[node].append(tuple(span))
+            state.cons = {}
+            state.pess = {}
+
+    def _check_i3(self, state, report):
+        for node in report.managed:
+            owner = self.instance_owner.get(node)
+            if owner is not None and owner != state.host:
+                self._i3.append('%s reported node %s whose instance belongs '
+                                'to %s (t=%.3f)' % (state.host, node, owner,
+                                                    report.written))
+        if report.pid in state.ready_pids and report.state in (
+                'running', 'stopped'):
+            mine = {n for n, h in self.instance_owner.items()
+                    if h == state.host}
+            missing = mine - report.managed
+            if missing:
+                self._i3.append('%s (pid %s) stopped reporting its instance '
+                                'nodes %s (t=%.3f)' % (
+                                    state.host, report.pid,
+                                    ', '.join(sorted(missing)),
+                                    report.written))
+
+    # The claims table.
+
+    def _poll_claims(self):
+        while not self._stop.wait(self.claims_interval):
+            try:
+                self.poll_claims()
+            except Exception:
+                self._claim_errors += 1
+
+    def poll_claims(self):
+        """Read the claims table once and record owner changes.
+
+        :returns: None
+        """
+        start = time.monotonic()
+        snapshot = self.claims_db.read_claims(self.role)
+        end = time.monotonic()
+        with self._lock:
+            self._claim_polls += 1
+            for claim in snapshot.claims:
+                node = sys.intern(claim.node_id)
+                owner = claim.owner
+                expires = (start + (claim.expires_at - snapshot.as_of)
+                           .total_seconds())
+                segments = self._claims.setdefault(node, [])
+                last = segments[-1] if segments else None
+                if last is not None and last.owner == owner and \
+                        last.epoch == claim.epoch:
+                    last.last_seen_start = start
+                    last.expires_lower = expires
+                    continue
+                segments.append(_ClaimSegment(owner, claim.epoch, start,
+                                              end, expires))
+
+    # Analysis.
+
+    def analyse(self):
+        """Check I1-I4 over everything recorded; call after :meth:`stop`.
+
+        :returns: an :class:`Analysis`.
+        """
+        self.stop()
+        with self._lock:
+            result = Analysis()
+            result.bound = self.bound
+            result.reports = sum(s.reports for s in self._hosts.values())
+            result.misses = list(self._misses)
+            result.i3 = list(self._i3)
+            result.marks = sorted(self._marks)
+            result.exempt = sorted(self._exempt)
+            result.round_seconds = list(self._round_seconds)
+            result.refresh_seconds = list(self._refresh_seconds)
+            start = self._steady
+            end = self._stopped_at
+            result.window = (start, end)
+            self._overlaps(result)
+            self._coverage(result, start, end)
+            self._handovers(result)
+            self._moves(result)
+            result.members_history = self._agreed_members()
+        return result
+
+    def _overlaps(self, result):
+        for node in self.nodes:
+            runs = sorted(self._closed_cons.get(node, ()),
+                          key=lambda r: r[1])
+            for i, (host, start, end, _c) in enumerate(runs):
+                for other, o_start, o_end, _oc in runs[i + 1:]:
+                    if o_start >= end:
+                        break
+                    if other != host:
+                        result.overlaps.append(Overlap(
+                            node, (host, other), o_start, min(end, o_end)))
+
+    def _coverage(self, result, start, end):
+        exempt = result.exempt
+        for node in self.nodes:
+            spans = sorted(self._closed_pess.get(node, ()))
+            merged = []
+            for s, e in spans:
+                if merged and s <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], e)
+                else:
+                    merged.append([s, e])
+            result.coverage[node] = [tuple(m) for m in merged]
+            if start is None:
+                continue
+            cursor = start
+            for s, e in merged + [[end, end]]:
+                if e <= cursor:
+                    continue
+                if s > cursor:
+                    gap_end = min(s, end)
+                    effective_start = cursor
+                    for x_start, x_end, _why in exempt:
+                        if x_start < gap_end and x_end > effective_start:
+                            effective_start = max(effective_start, x_end)
+                    result.gaps.append(Gap(
+                        node, cursor, gap_end,
+                        max(0.0, gap_end - effective_start)))
+                cursor = max(cursor, e)
+                if cursor >= end:
+                    break
+
+    def _last_run(self, host, node, before):
+        best = None
+        for run in self._closed_cons.get(node, ()):
+            if run[0] == host and run[1] < before:
+                if best is None or run[1] > best[1]:
+                    best = run
+        return best
+
+    def _handovers(self, result):
+        for node, segments in self._claims.items():
+            previous = None
+            for segment in segments:
+                if segment.owner is None:
+                    continue
+                if previous is not None and segment.owner != previous.owner:
+                    result.handovers.append(
+                        self._handover(node, previous, segment, segments))
+                previous = segment
+
+    def _handover(self, node, old, new, segments):
+        index = segments.index(old)
+        following = segments[index + 1]
+        released = following.owner is None
+        free_lower = min(old.expires_lower, old.last_seen_start)
+        free_upper = following.first_seen
+        kind = 'release' if (released or old.expires_lower > free_upper) \
+            else 'expiry'
+        if kind == 'release' and self._stopping(old.owner, free_lower,
+                                                free_upper):
+            kind = 'stop'
+        run = self._last_run(old.owner, node, new.first_seen)
+        if run is None:
+            return Handover(node, old.owner, new.owner, free_lower,
+                            free_upper, None, None, 'ok', None, kind)
+        _host, _start, end, certain = run
+        if end <= free_lower:
+            status, margin = 'ok', free_lower - end
+        elif certain > free_upper:
+            status, margin = 'violation', free_lower - end
+        else:
+            status, margin = 'inconclusive', free_lower - end
+        return Handover(node, old.owner, new.owner, free_lower, free_upper,
+                        end, certain, status, margin, kind)
+
+    def _stopping(self, host, start, end):
+        """Tell whether a host was sent SIGTERM shortly before ``end``."""
+        state = self._hosts.get(host)
+        if state is None:
+            return False
+        return any(kind == 'term' and start - STOP_WINDOW <= when <= end
+                   for when, kind in state.events)
+
+    def _moves(self, result):
+        """Count how often a node's reporting host changed."""
+        moves = 0
+        for node in self.nodes:
+            runs = sorted(self._closed_cons.get(node, ()),
+                          key=lambda r: r[1])
+            last = None
+            for host, _s, _e, _c in runs:
+                if last is not None and host != last:
+                    moves += 1
+                last = host
+        result.moves = moves
+
+    def _agreed_members(self):
+        """The successive ring memberships every live reporter agreed on.
+
+        :returns: a list of ``(time, members)``.
+        """
+        latest = {}
+        agreed = []
+        for when, host, members in sorted(self._members):
+            latest[host] = (when, members)
+            recent = {h: m for h, (w, m) in latest.items()
+                      if when - w < self.agree_window}
+            current = list(recent.values())
+            if all(m == current[0] for m in current) and \
+                    set(current[0]) >= set(recent):
+                if not agreed or agreed[-1][1] != current[0]:
+                    agreed.append((when, current[0]))
+        return agreed
