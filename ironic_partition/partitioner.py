@@ -282,7 +282,25 @@ class Partitioner(object):
             self.last_result = result
             announce, self._announce = self._announce, False
         self._log(result, announce)
+        self._warn_overrun(result)
         return result
+
+    def _warn_overrun(self, result):
+        # NOTE(ironic-partition): the I2 bound (safety.rst) and the lease
+        # both assume a refresh ends within refresh_interval; say so when
+        # it does not, with the figures an operator needs to act.
+        interval = self.conf.ironic_partition.refresh_interval
+        if result.seconds <= interval:
+            return
+        LOG.warning('Refresh took %(secs).1f s (Ironic %(http).1f s), '
+                    'longer than [ironic_partition] refresh_interval '
+                    '(%(interval)d s): nodes of a failed service may stay '
+                    'unreported longer than service_down_time + 2 x '
+                    'refresh_interval, and claims come closer to their '
+                    'fence. Raise refresh_interval or reduce the load on '
+                    'the Ironic API.',
+                    {'secs': result.seconds, 'http': result.http_seconds,
+                     'interval': interval})
 
     def _claim(self, ownership, settings):
         """Cut the ring's nodes down to those this service holds claims on.

@@ -121,6 +121,23 @@ class TestPartitioner(base.TestCase):
         p.membership.stale = False
         self.assertEqual(set(full.nodes), set(p.refresh().nodes))
 
+    def test_refresh_longer_than_the_interval_is_a_warning(self):
+        self.config(group='ironic_partition', refresh_interval=30)
+        p = self._make('cn1', _nodes(5), ['cn1'])
+        p.refresh()
+        self.assertNotIn('longer than [ironic_partition] refresh_interval',
+                         self.logger.output)
+        real = p.client.list_nodes
+
+        def slow(conductor_group=None):
+            self.clock[0] += 31
+            return real(conductor_group)
+        p.client.list_nodes = slow
+        p.refresh()
+        self.assertIn('Refresh took 31.0 s', self.logger.output)
+        self.assertIn('longer than [ironic_partition] refresh_interval '
+                      '(30 s)', self.logger.output)
+
     def test_gained_and_lost_on_membership_change(self):
         p = self._make('cn1', _nodes(100), ['cn1', 'cn2'])
         first = p.refresh()
