@@ -553,6 +553,10 @@ class ClaimManager(object):
         """
         with self._lock:
             keep = self._last_desired | self._last_reported
+            if not self._held - keep:
+                # NOTE(ironic-partition): nothing held is pending release;
+                # claims owned but not held have expired already.
+                return 0
         try:
             owned = self.db.owned_claims(self.role, self.host)
             to_release = frozenset(owned) - keep

@@ -309,8 +309,15 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
                     self.settings_generation += 1
                 self._last_settings = result.settings
             self._last_error = error
-            self._write_report('running', ready=result is not None,
-                               reason=error)
+            written = self._write_report('running', ready=result is not None,
+                                         reason=error)
+        if result is not None and written:
+            # NOTE(ironic-partition): the report file is this agent's
+            # consumer, and the one just written no longer lists the nodes
+            # the ring took away: hand them over now rather than at the
+            # next refresh (safety.rst, I2), so a joining member gets them
+            # one refresh sooner.
+            self.partitioner.release_unreported()
         if result is not None and (result.gained or result.lost):
             LOG.info('Gained %(ng)d nodes [%(gained)s]; lost %(nl)d nodes '
                      '[%(lost)s]',
@@ -387,13 +394,20 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
         return doc
 
     def _write_report(self, state, ready, reason):
+        """Replace the report file.
+
+        :returns: True when a consumer of the file now sees this report
+            (or there is no file), False when it could not be written.
+        """
         if self.report_file is None:
-            return
+            return True
         try:
             write_report(self.report_file, self.report(state, ready, reason))
         except OSError as e:
             LOG.error('Cannot write the report file %(path)s: %(err)s',
                       {'path': self.report_file, 'err': e})
+            return False
+        return True
 
 
 def _check_ironic(agent):

@@ -318,6 +318,13 @@ class TestRound(ClaimsTestCase):
         self.assertEqual(2, a.release_unreported())
         self.assertEqual(frozenset(nodes[2:]), b.round(nodes[2:]).reported)
 
+    def test_release_unreported_without_pending_costs_nothing(self):
+        a = self.manager('a')
+        a.round(_ids(4))
+        before = a.db.stats['claim_statements']
+        self.assertEqual(0, a.release_unreported())
+        self.assertEqual(before, a.db.stats['claim_statements'])
+
     def test_instance_node_is_held_until_no_longer_reported(self):
         # A node whose instance a owns; the instance is deleted and the
         # ring gives the node to b: b must wait until a stopped reporting.

@@ -124,6 +124,36 @@ class TestAgent(base.TestCase):
         self.assertEqual(os.getpid(), doc['pid'])
         self.assertEqual(agent.REPORT_FORMAT, doc['format'])
 
+    def test_hands_over_only_after_the_report_is_written(self):
+        seen = []
+
+        def release():
+            # The consumer already sees the report of this refresh.
+            seen.append(self.report()['refresh_counter'])
+            return 0
+        self.useFixture(fixtures.MockPatchObject(
+            self.agent.partitioner, 'release_unreported',
+            side_effect=release))
+        self.agent.refresh_once()
+        self.agent.refresh_once()
+        self.assertEqual([1, 2], seen)
+
+    def test_no_hand_over_when_the_report_cannot_be_written(self):
+        release = self.useFixture(fixtures.MockPatchObject(
+            self.agent.partitioner, 'release_unreported')).mock
+        self.useFixture(fixtures.MockPatchObject(
+            agent, 'write_report', side_effect=OSError('disk full')))
+        self.assertIsNotNone(self.agent.refresh_once())
+        release.assert_not_called()
+
+    def test_no_hand_over_when_not_ready(self):
+        release = self.useFixture(fixtures.MockPatchObject(
+            self.agent.partitioner, 'release_unreported')).mock
+        self.client.fault = exception.IronicUnavailable(endpoint='e',
+                                                        reason='down')
+        self.assertIsNone(self.agent.refresh_once())
+        release.assert_not_called()
+
     def test_not_ready_keeps_the_last_partition(self):
         self.agent.refresh_once()
         good = self.report()
