@@ -270,6 +270,39 @@ def run(args):
             say('Kept %s' % workdir)
 
 
+def explain_gaps(result, timings, zero, limit=5):
+    """Print the longest gaps with what happened around them.
+
+    :param result: the observer's ``Analysis``.
+    :param timings: the agents' ``Timings``.
+    :param zero: the monotonic instant printed as t=0.
+    :param limit: how many gaps.
+    :returns: None
+    """
+    bound = timings.i2_bound
+    worst = sorted(result.gaps, key=lambda g: -g.effective)[:limit]
+    for gap in worst:
+        before = [r for r in result.runs.get(gap.node, ())
+                  if r[2] <= gap.start + 1]
+        after = [r for r in result.runs.get(gap.node, ())
+                 if r[1] >= gap.end - 1]
+        print('gap of node %s: t=%.1f..%.1f, %.1f s (%.1f s after the last '
+              'membership change); reported before by %s, after by %s' % (
+                  gap.node[:8], gap.start - zero, gap.end - zero,
+                  gap.effective, gap.settled,
+                  before[-1][0] if before else '-',
+                  after[0][0] if after else '-'))
+        for when, host, kind in result.events:
+            if gap.start - bound <= when <= gap.end:
+                print('    t=%7.1f %s %s' % (when - zero, kind, host))
+        slow = [(w, h, sec) for w, h, sec in result.refresh_log
+                if gap.start - bound <= w <= gap.end + bound
+                and sec > timings.refresh_interval]
+        for when, host, seconds in slow:
+            print('    t=%7.1f %s refresh took %.1f s' % (
+                when - zero, host, seconds))
+
+
 def report(args, timings, result, free, chaos):
     print('')
     print('== Soak: %d agents, %d nodes, %d s of faults on %s ==' % (
@@ -292,6 +325,16 @@ def report(args, timings, result, free, chaos):
               ' (ratio %.2f)' % (result.moves / ideal) if ideal else ''))
     print('claim round per refresh: %s' % percentiles(result.round_seconds))
     print('whole refresh: %s' % percentiles(result.refresh_seconds))
+    overran = [sec for sec in result.refresh_seconds
+               if sec > timings.refresh_interval]
+    print('refreshes longer than refresh_interval (%d s): %d of %d' % (
+        timings.refresh_interval, len(overran),
+        len(result.refresh_seconds)))
+    settled = result.longest_settled
+    print('longest time a node went unreported after the last membership '
+          'change (I2 as stated): %s' % (
+              '%.3f s' % settled.settled if settled else '0 s'))
+    explain_gaps(result, timings, result.window[0])
     problems = result.problems()
     for line in problems:
         print('PROBLEM ' + line)

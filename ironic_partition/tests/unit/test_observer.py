@@ -1,0 +1,66 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The fault tests' observer: how I2 gaps are measured."""
+
+from ironic_partition.tests import base
+from ironic_partition.tests.functional import observer
+
+
+class LongestFreeStretchTestCase(base.TestCase):
+
+    def test_no_change_is_the_whole_gap(self):
+        self.assertEqual(30.0, observer._longest_free_stretch(
+            10.0, 40.0, [], []))
+
+    def test_a_change_restarts_the_clock(self):
+        # A kill at 10, another agent paused at 25: I2 counts from 25.
+        self.assertEqual(20.0, observer._longest_free_stretch(
+            10.0, 45.0, [5.0, 25.0, 50.0], []))
+
+    def test_the_longest_part_wins(self):
+        self.assertEqual(12.0, observer._longest_free_stretch(
+            0.0, 20.0, [12.0], []))
+
+    def test_exempt_window_is_left_out(self):
+        # No member could be live from 0 to 15 (database gone).
+        self.assertEqual(5.0, observer._longest_free_stretch(
+            0.0, 20.0, [], [(0.0, 15.0, 'db down')]))
+
+    def test_changes_at_the_edges_do_not_cut(self):
+        self.assertEqual(10.0, observer._longest_free_stretch(
+            0.0, 10.0, [0.0, 10.0], []))
+
+
+class ProblemsTestCase(base.TestCase):
+
+    def _analysis(self, *gaps):
+        result = observer.Analysis()
+        result.bound = 40
+        result.gaps = [observer.Gap('node-%d' % i, 0.0, raw, raw, settled)
+                       for i, (raw, settled) in enumerate(gaps)]
+        return result
+
+    def test_i2_judges_the_settled_length(self):
+        result = self._analysis((55.0, 30.0), (20.0, 20.0))
+        self.assertEqual([], result.problems())
+        self.assertEqual(55.0, result.longest_gap.effective)
+        self.assertEqual(30.0, result.longest_settled.settled)
+
+    def test_i2_broken_after_the_last_change(self):
+        result = self._analysis((55.0, 41.0), (45.0, 12.0))
+        problems = result.problems()
+        self.assertEqual(1, len(problems))
+        self.assertIn('I2: 1 gaps longer than 40.0 s', problems[0])
+        self.assertIn('41.000 s', problems[0])
