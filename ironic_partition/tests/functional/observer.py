@@ -927,14 +927,20 @@ class Observer(fixtures.Fixture):
                    for when, kind in state.events)
 
     def _moves(self, result):
-        """Count how often a node's reporting host changed."""
+        """Count how often a node's reporting host changed.
+
+        Only the changes to a host that began reporting the node within
+        the analysis window count: the initial split, as agents start one
+        after the other, is not rebalancing.
+        """
+        steady = self._steady if self._steady is not None else float('-inf')
         moves = 0
         for node in self.nodes:
             runs = sorted(self._closed_cons.get(node, ()),
                           key=lambda r: r[1])
             last = None
-            for host, _s, _e, _c in runs:
-                if last is not None and host != last:
+            for host, start, _e, _c in runs:
+                if last is not None and host != last and start >= steady:
                     moves += 1
                 last = host
         result.moves = moves
