@@ -570,12 +570,30 @@ class ClaimManager(object):
                         '%(host)s: %(err)s', {'host': self.host, 'err': exc})
             return 0
 
-    def stop(self):
+    def _release_all(self):
+        try:
+            released = self.db.release_claims(self.role, self.host)
+        except Exception as exc:
+            LOG.warning('Could not release the claims of %(host)s in '
+                        '%(conn)s; they expire after %(lease)s s: %(err)s',
+                        {'host': self.host,
+                         'conn': self.db.masked_connection,
+                         'lease': self.lease_time, 'err': exc})
+            return 0
+        LOG.info('Released %(n)d claims of %(host)s',
+                 {'n': released, 'host': self.host})
+        return released
+
+    def stop(self, release=True):
         """Stop reporting and release every claim (graceful stop).
 
         Call it once the consumer has stopped reporting nodes. Never
         raises: claims that cannot be released expire after the lease.
 
+        :param release: False keeps the claims in the database: this
+            service, started again under the same host name before they
+            expire, takes them back with the same epochs; otherwise they
+            expire after ``lease_time`` as a crashed service's would.
         :returns: the number of claims released.
         """
         with self._lock:
@@ -584,17 +602,13 @@ class ClaimManager(object):
             self._valid_until = None
             self._last_reported = frozenset()
             self._last_desired = frozenset()
-        released = 0
-        try:
-            released = self.db.release_claims(self.role, self.host)
-            LOG.info('Released %(n)d claims of %(host)s',
-                     {'n': released, 'host': self.host})
-        except Exception as exc:
-            LOG.warning('Could not release the claims of %(host)s in '
-                        '%(conn)s; they expire after %(lease)s s: %(err)s',
-                        {'host': self.host,
-                         'conn': self.db.masked_connection,
-                         'lease': self.lease_time, 'err': exc})
+        if release:
+            released = self._release_all()
+        else:
+            released = 0
+            LOG.info('Stopped reporting; keeping the claims of %(host)s for '
+                     'a restart (they expire after %(lease)s s)',
+                     {'host': self.host, 'lease': self.lease_time})
         if self._owns_connection:
             try:
                 self.db.dispose()

@@ -377,18 +377,20 @@ class Partitioner(object):
         with self._lock:
             return self.claims.release_unreported()
 
-    def stop(self):
-        """Release every claim of this service (graceful stop).
+    def stop(self, release=True):
+        """Stop reporting claimed nodes; release the claims by default.
 
         Call it after the consumer stopped reporting nodes; from then on
         :meth:`reported_nodes` reports only instance nodes. Never raises.
 
+        :param release: False keeps the claims in the database for a
+            restart (``[ironic_partition] hand_over_on_stop``).
         :returns: the number of claims released.
         """
         if self.claims is None:
             return 0
         with self._lock:
-            return self.claims.stop()
+            return self.claims.stop(release=release)
 
     @staticmethod
     def _log(result, announce):

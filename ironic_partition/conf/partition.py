@@ -150,6 +150,24 @@ opts = [
                'server\'s clock and the time the consumer takes to act on '
                'a refresh. Must be smaller than lease_time minus '
                'refresh_interval. Unset, it is a tenth of lease_time.')),
+    cfg.BoolOpt(
+        'hand_over_on_stop',
+        mutable=True,
+        help=_('What a graceful stop (SIGTERM of the agent, nova-compute '
+               'stopping) does with this service\'s instance-less nodes. '
+               'Unset: False inside nova-compute (where every node move '
+               'is a compute node rebalance), True for "ironic-partition '
+               'serve". '
+               'True: once it stopped reporting them, release its claims '
+               'and leave the membership at once, so that peers take the '
+               'nodes at their next refresh; a restart then moves each '
+               'of them twice (away and back). False: keep both, like a '
+               'crash would; a restart within service_down_time (and '
+               'lease_time) takes its own nodes back without moving any, '
+               'as nova\'s own hash ring does, while a service that stays '
+               'stopped is taken over like a dead one, after '
+               'max(service_down_time, lease_time) + refresh_interval. '
+               'Nodes with an instance never move either way.')),
     cfg.IntOpt(
         'allocation_timeout',
         default=60,

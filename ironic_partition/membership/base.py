@@ -194,9 +194,14 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
-    def stop(self):
-        """Leave at once (graceful stop); never raises.
+    def stop(self, leave=True):
+        """Stop; leave at once (graceful stop) unless told not to.
 
+        Never raises.
+
+        :param leave: False stops heartbeating without leaving: peers see
+            this service dead only after ``service_down_time``, unless it
+            is back by then (a quick restart).
         :returns: None
         """
 

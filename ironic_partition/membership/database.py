@@ -160,12 +160,15 @@ class DatabaseMembership(base.MembershipBackend):
             daemon=True)
         self._thread.start()
 
-    def stop(self, timeout=None):
-        """Stop heartbeating and mark this service down at once.
+    def stop(self, leave=True, timeout=None):
+        """Stop heartbeating and, by default, mark this service down at once.
 
         Never raises: a database that cannot be reached only means that
         peers will notice after ``service_down_time``.
 
+        :param leave: False only stops heartbeating: the row stays as the
+            last heartbeat left it, so peers see this service dead after
+            ``service_down_time`` unless it is back by then.
         :param timeout: seconds to wait for the heartbeat thread, by default
             the heartbeat interval.
         :returns: None
@@ -175,6 +178,20 @@ class DatabaseMembership(base.MembershipBackend):
         if thread is not None:
             thread.join(self.heartbeat_interval if timeout is None
                         else timeout)
+        if not leave:
+            LOG.info('Stopped heartbeating as %(host)s (%(role)s) without '
+                     'leaving: peers see it dead after %(down)s s unless '
+                     'it is back', {'host': self.host, 'role': self.role,
+                                    'down': self.service_down_time})
+        else:
+            self._leave()
+        try:
+            self.db.dispose()
+        except Exception:
+            LOG.debug('Ignoring an error while closing the membership '
+                      'database connections', exc_info=True)
+
+    def _leave(self):
         try:
             self.db.mark_down(self.host, self.role)
             LOG.info('Left the membership database as %(host)s (%(role)s)',
@@ -186,11 +203,6 @@ class DatabaseMembership(base.MembershipBackend):
                         {'host': self.host, 'role': self.role,
                          'conn': self.db.masked_connection,
                          'down': self.service_down_time, 'err': exc})
-        try:
-            self.db.dispose()
-        except Exception:
-            LOG.debug('Ignoring an error while closing the membership '
-                      'database connections', exc_info=True)
 
     # Heartbeats.
 

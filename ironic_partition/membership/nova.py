@@ -101,9 +101,10 @@ class NovaMembership(base.MembershipBackend):
                 reason=_('nova is not usable here (%s); this backend '
                          'works inside nova-compute only') % exc)
 
-    def stop(self):
+    def stop(self, leave=True):
         """Nothing to do: nova-compute's service leaves the group.
 
+        :param leave: ignored.
         :returns: None
         """
 

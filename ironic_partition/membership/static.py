@@ -41,9 +41,10 @@ class StaticMembership(base.MembershipBackend):
                  'taken from the peer list without any liveness check',
                  {'host': self.host, 'role': self.role})
 
-    def stop(self):
+    def stop(self, leave=True):
         """Nothing to leave.
 
+        :param leave: ignored.
         :returns: None
         """
 

@@ -57,6 +57,11 @@ class PartitionMixin(object):
     #: The membership role of the services sharing a ring.
     partition_role = membership_base.ROLE_NOVA_COMPUTE
 
+    #: What a graceful stop does when ``[ironic_partition]
+    #: hand_over_on_stop`` is unset: True releases the claims and leaves
+    #: the membership, False keeps both for a restart.
+    partition_hand_over_default = True
+
     def partition_setup(self, conf, client=None, membership=None,
                         version=None):
         """Build the partitioner; validate the settings at once.
@@ -113,7 +118,10 @@ class PartitionMixin(object):
 
         Call it once the driver stopped reporting nodes: peers take the
         nodes over at their next refresh, without waiting for a lease or
-        ``service_down_time``. Never raises.
+        ``service_down_time``. With ``[ironic_partition]
+        hand_over_on_stop = False`` both are kept instead, for a restart
+        that moves no node; unset, :attr:`partition_hand_over_default`
+        decides. Never raises.
 
         :returns: None
         """
@@ -121,12 +129,16 @@ class PartitionMixin(object):
             if self._partition_started:
                 self._partition_started = False
                 self.partition_nodes = {}
+                hand_over = self.partition_conf.ironic_partition.\
+                    hand_over_on_stop
+                if hand_over is None:
+                    hand_over = self.partition_hand_over_default
                 try:
-                    self.partitioner.stop()
+                    self.partitioner.stop(release=hand_over)
                 except Exception:
                     LOG.exception('Releasing the ownership claims failed')
                 try:
-                    self.partition_membership.stop()
+                    self.partition_membership.stop(leave=hand_over)
                 except Exception:
                     LOG.exception('Stopping the membership backend failed')
 

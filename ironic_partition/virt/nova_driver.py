@@ -64,6 +64,12 @@ class IronicPartitionDriver(mixin.PartitionMixin,
                             ironic_driver.IronicDriver):
     """nova's Ironic driver, partitioned safely by ironic-partition."""
 
+    # NOTE(ironic-partition): a nova-compute restart must not move its
+    # nodes away and back: each move is a compute node rebalance in nova
+    # (the path of bug 1853009). Keep the claims and the membership, as
+    # nova's own hash ring keeps a restarting service in the ring.
+    partition_hand_over_default = False
+
     def __init__(self, virtapi, read_only=False, conf=None):
         super().__init__(virtapi, read_only=read_only)
         conf = conf if conf is not None else CONF

@@ -379,6 +379,21 @@ class TestRound(ClaimsTestCase):
         self.assertEqual(frozenset(), a.reportable(nodes))
         self.assertEqual(frozenset(nodes), b.round(nodes).reported)
 
+    def test_stop_keeping_the_claims_for_a_restart(self):
+        a, b = self.manager('a'), self.manager('b')
+        nodes = _ids(3)
+        epochs = dict(a.round(nodes).epochs)
+        self.assertEqual(0, a.stop(release=False))
+        self.assertTrue(a.fenced())
+        self.assertEqual(frozenset(), a.reportable(nodes))
+        # Nobody else may take them while the lease runs.
+        self.assertEqual(frozenset(nodes), b.round(nodes).waiting)
+        # The restarted service takes them back, same epochs: no move.
+        again = self.manager('a').round(nodes)
+        self.assertEqual(frozenset(nodes), again.reported)
+        self.assertEqual(frozenset(), again.claimed)
+        self.assertEqual(epochs, dict(again.epochs))
+
 
 class TestFencing(ClaimsTestCase):
 

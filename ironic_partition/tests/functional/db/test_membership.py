@@ -174,6 +174,15 @@ class TestMembers(MembershipTestBase):
         self.make_backend('b')
         self.assertEqual({'a', 'b'}, a.members().live)
 
+    def test_stop_without_leaving_stays_live_until_down_time(self):
+        a = self.make_backend('a')
+        b = self.make_backend('b')
+        b.stop(leave=False)
+        self.assertEqual({'a', 'b'}, a.members().live)
+        self.assertFalse(self.rows()['b'].down)
+        self.age('b', 40)
+        self.assertEqual({'b'}, a.members().dead)
+
     def test_liveness_boundary_uses_service_down_time(self):
         a = self.make_backend('a')
         self.make_backend('b')

@@ -93,8 +93,9 @@ class Membership(object):
     def start(self):
         self.started += 1
 
-    def stop(self):
+    def stop(self, leave=True):
         self.stopped += 1
+        self.left = leave
 
     def members(self, partition_key=None, peer_list=None):
         if self.fault is not None:

@@ -51,8 +51,9 @@ class StartStopMembership(fakes.FakeMembership):
     def start(self):
         self.started += 1
 
-    def stop(self):
+    def stop(self, leave=True):
         self.stopped += 1
+        self.left = leave
         raise RuntimeError('stopping failed')
 
 
@@ -135,8 +136,24 @@ class TestPartitionMixin(base.TestCase):
         self.driver.partition_stop()
         self.driver.partition_stop()
         self.assertEqual(1, self.membership.stopped)
+        self.assertTrue(self.membership.left)
         self.assertIn('Stopping the membership backend failed',
                       self.logger.output)
+
+    def test_stop_unset_option_follows_the_class_default(self):
+        self.driver.partition_hand_over_default = False
+        self.driver.partition_start()
+        self.driver.partition_stop()
+        self.assertFalse(self.membership.left)
+
+    def test_stop_keeps_claims_and_membership_when_told(self):
+        self.config(group='ironic_partition', hand_over_on_stop=False)
+        self.driver.partition_start()
+        stop = self.useFixture(fixtures.MockPatchObject(
+            self.driver.partitioner, 'stop', autospec=True)).mock
+        self.driver.partition_stop()
+        stop.assert_called_once_with(release=False)
+        self.assertFalse(self.membership.left)
 
 
 # nova 34's definitions of the options, as far as mutability goes.
