@@ -301,8 +301,11 @@ class Analysis(object):
         :param kind: ``expiry`` or ``release``; both by default.
         :returns: seconds, or None.
         """
+        # NOTE(observer): a handover of a node the old owner never
+        # reported is ok without a margin.
         margins = [h.margin for h in self.ok_handovers
-                   if kind is None or h.kind == kind]
+                   if (kind is None or h.kind == kind)
+                   and h.margin is not None]
         return min(margins, default=None)
 
     def covered_from(self, instant, nodes=None):

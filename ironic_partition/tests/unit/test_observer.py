@@ -64,3 +64,18 @@ class ProblemsTestCase(base.TestCase):
         self.assertEqual(1, len(problems))
         self.assertIn('I2: 1 gaps longer than 40.0 s', problems[0])
         self.assertIn('41.000 s', problems[0])
+
+
+class MarginTestCase(base.TestCase):
+
+    def test_handover_of_a_never_reported_node_has_no_margin(self):
+        result = observer.Analysis()
+        result.handovers = [
+            observer.Handover('n1', 'a', 'b', 1.0, 2.0, None, None, 'ok',
+                              None, 'expiry'),
+            observer.Handover('n2', 'a', 'b', 1.0, 2.0, 0.5, 0.5, 'ok',
+                              0.5, 'expiry'),
+        ]
+        self.assertEqual(0.5, result.min_margin('expiry'))
+        self.assertIsNone(result.min_margin('release'))
+        self.assertTrue(result.summary())
