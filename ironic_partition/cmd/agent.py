@@ -201,6 +201,7 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
         self.instance_hosts = None
         self.tg = service_backend.get_component('ThreadGroup')()
         self._lock = threading.Lock()
+        self._refresh_lock = threading.Lock()
         self._stopped = False
         self._started_at = _now()
         self.refresh_counter = 0
@@ -275,9 +276,18 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
     def refresh_once(self):
         """Refresh the partition once; never raises.
 
+        One refresh at a time (the timer's and a SIGHUP's may overlap):
+        the report written and the claims handed over must both follow
+        the same, latest claim round, or a node could be released while
+        a report of an older round still lists it.
+
         :returns: the :class:`~ironic_partition.partitioner.RefreshResult`,
             or None when not ready.
         """
+        with self._refresh_lock:
+            return self._refresh_once()
+
+    def _refresh_once(self):
         with self._lock:
             if self._stopped:
                 return None

@@ -129,8 +129,8 @@ class PartitionMixin(object):
             if self._partition_started:
                 self._partition_started = False
                 self.partition_nodes = {}
-                hand_over = self.partition_conf.ironic_partition.\
-                    hand_over_on_stop
+                group = self.partition_conf.ironic_partition
+                hand_over = group.hand_over_on_stop
                 if hand_over is None:
                     hand_over = self.partition_hand_over_default
                 try:

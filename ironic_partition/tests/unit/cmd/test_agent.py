@@ -138,6 +138,26 @@ class TestAgent(base.TestCase):
         self.agent.refresh_once()
         self.assertEqual([1, 2], seen)
 
+    def test_refresh_and_hand_over_run_one_at_a_time(self):
+        held = []
+        real_refresh = self.agent.partition_refresh
+
+        def refresh(**kwargs):
+            held.append(self.agent._refresh_lock.locked())
+            return real_refresh(**kwargs)
+
+        def release():
+            held.append(self.agent._refresh_lock.locked())
+            return 0
+        self.useFixture(fixtures.MockPatchObject(
+            self.agent, 'partition_refresh', side_effect=refresh))
+        self.useFixture(fixtures.MockPatchObject(
+            self.agent.partitioner, 'release_unreported',
+            side_effect=release))
+        self.agent.refresh_once()
+        self.assertEqual([True, True], held)
+        self.assertFalse(self.agent._refresh_lock.locked())
+
     def test_no_hand_over_when_the_report_cannot_be_written(self):
         release = self.useFixture(fixtures.MockPatchObject(
             self.agent.partitioner, 'release_unreported')).mock
