@@ -21,7 +21,6 @@ and logs only.
 """
 
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -40,29 +39,13 @@ NODES = 24
 TIMEOUT = 60
 
 
-class AgentTestCase(test_cli.OneLineErrors, base.BaseTestCase):
-
-    ironic = None
-    workdir = None
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.ironic is not None:
-            cls.ironic.cleanUp()
-        if cls.workdir:
-            shutil.rmtree(cls.workdir, ignore_errors=True)
-        super().tearDownClass()
+class AgentTestCase(test_cli.OneLineErrors, test_cli.SharedIronic,
+                    base.BaseTestCase):
 
     @classmethod
     def _start(cls):
-        cls.workdir = tempfile.mkdtemp(prefix='ironic-partition-agent-',
-                                       dir=test_cli.WORK_PARENT)
-        cls.ironic = harness.IronicFixture(
-            db_backend=test_cli.DB_BACKEND,
-            conductor_groups=test_cli.GROUPS, workdir=cls.workdir)
-        cls.ironic.setUp()
-        cls.nodes = harness.bulk_enroll(cls.ironic.config_file, NODES,
-                                        test_cli.GROUPS)
+        cls.nodes = cls.start_shared_ironic('ironic-partition-agent-',
+                                            test_cli.GROUPS, NODES)
 
     def setUp(self):
         super().setUp()

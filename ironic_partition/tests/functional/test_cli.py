@@ -173,32 +173,59 @@ class OneLineErrors(object):
         return lines[0]
 
 
-class CLITestCase(OneLineErrors, base.BaseTestCase):
+class SharedIronic(object):
+    """One real Ironic per test class, torn down with the class.
+
+    The first test calls :meth:`start_shared_ironic` (starting Ironic
+    costs ~15 s); ``tearDownClass`` stops it and removes its workdir,
+    also after a start that failed half-way.
+    """
 
     ironic = None
     workdir = None
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.ironic is not None:
+            cls.ironic.cleanUp()
+            cls.ironic = None
+        if cls.workdir:
+            shutil.rmtree(cls.workdir, ignore_errors=True)
+        super().tearDownClass()
+
+    @classmethod
+    def start_shared_ironic(cls, prefix, groups, nodes, **enroll):
+        """Start the class's Ironic and enroll nodes in bulk.
+
+        :param prefix: the workdir's name prefix.
+        :param groups: the conductor groups.
+        :param nodes: how many nodes to enroll.
+        :param enroll: more arguments of ``harness.bulk_enroll``.
+        :returns: the enrolled nodes.
+        """
+        cls.workdir = tempfile.mkdtemp(prefix=prefix, dir=WORK_PARENT)
+        cls.ironic = harness.IronicFixture(db_backend=DB_BACKEND,
+                                           conductor_groups=groups,
+                                           workdir=cls.workdir)
+        cls.ironic.setUp()
+        return harness.bulk_enroll(cls.ironic.config_file, nodes, groups,
+                                   **enroll)
+
+
+class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
+
     agents = ()
 
     @classmethod
     def tearDownClass(cls):
         for agent in cls.agents:
             agent.stop()
-        if cls.ironic is not None:
-            cls.ironic.cleanUp()
-        if cls.workdir:
-            shutil.rmtree(cls.workdir, ignore_errors=True)
         super().tearDownClass()
 
     @classmethod
     def _start(cls):
-        cls.workdir = tempfile.mkdtemp(prefix='ironic-partition-cli-',
-                                       dir=WORK_PARENT)
-        cls.ironic = harness.IronicFixture(db_backend=DB_BACKEND,
-                                           conductor_groups=GROUPS,
-                                           workdir=cls.workdir)
-        cls.ironic.setUp()
-        cls.nodes = harness.bulk_enroll(cls.ironic.config_file, NODES,
-                                        GROUPS)
+        cls.nodes = cls.start_shared_ironic('ironic-partition-cli-', GROUPS,
+                                            NODES)
         conn = harness.connect(cls.ironic.endpoint)
         rack1 = [n for n in cls.nodes if n['conductor_group'] == 'rack1']
         cls.instances = {}

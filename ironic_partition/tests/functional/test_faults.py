@@ -88,7 +88,7 @@ SPLIT_SLACK = 3.0
 load_tests = testscenarios.load_tests_apply_scenarios
 
 
-class FaultTestBase(base.BaseTestCase):
+class FaultTestBase(test_cli.SharedIronic, base.BaseTestCase):
     """One Ironic per class; agents, a database and an observer per test."""
 
     scenarios = [
@@ -96,29 +96,11 @@ class FaultTestBase(base.BaseTestCase):
         ('mysql', {'backend': 'mysql'}),
     ]
 
-    ironic = None
-    workdir = None
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.ironic is not None:
-            cls.ironic.cleanUp()
-            cls.ironic = None
-        if cls.workdir:
-            shutil.rmtree(cls.workdir, ignore_errors=True)
-        super().tearDownClass()
-
     @classmethod
     def _start_ironic(cls):
-        cls.workdir = tempfile.mkdtemp(prefix='ironic-partition-faults-',
-                                       dir=test_cli.WORK_PARENT)
-        cls.ironic = harness.IronicFixture(
-            db_backend=test_cli.DB_BACKEND, conductor_groups=[GROUP],
-            workdir=cls.workdir)
-        cls.ironic.setUp()
-        enrolled = harness.bulk_enroll(cls.ironic.config_file, NODES,
-                                       [GROUP], provision_state='available',
-                                       name_prefix='fault')
+        enrolled = cls.start_shared_ironic(
+            'ironic-partition-faults-', [GROUP], NODES,
+            provision_state='available', name_prefix='fault')
         conn = harness.connect(cls.ironic.endpoint)
         instances = {}
         cls.instance_owner = {}
