@@ -61,7 +61,7 @@ from ironic_partition.db import api as db_api
 from ironic_partition.db import models
 from ironic_partition import hash_ring
 from ironic_partition import rules
-from ironic_partition.tests.functional.harness import db as harness_db
+from ironic_partition.testing import db as harness_db
 
 ROLE = 'nova-compute'
 

@@ -48,7 +48,7 @@ import tracemalloc
 
 from keystoneauth1 import session as ks_session
 
-from ironic_partition.tests.functional import harness
+from ironic_partition import testing as harness
 from ironic_partition.tests.functional import nova_env
 
 DRIVERS = ('nova', 'ours')

@@ -61,11 +61,11 @@ import sys
 import tempfile
 import time
 
-from ironic_partition.cmd import demo
 from ironic_partition.db import api as db_api
 from ironic_partition import hash_ring
+from ironic_partition import testing as harness
+from ironic_partition.testing import demo
 from ironic_partition.tests.functional import agents as agents_mod
-from ironic_partition.tests.functional import harness
 from ironic_partition.tests.functional import observer as observer_mod
 
 GROUP = 'rack1'

@@ -16,7 +16,7 @@
 
 Shared by the fault-injection tests (``test_faults``) and the soak
 benchmark (``benchmarks/soak_bench.py``). Each agent is a harness
-:class:`~ironic_partition.tests.functional.harness.Service` (its own
+:class:`~ironic_partition.testing.Service` (its own
 process group) started with the CLI engineer's helpers
 (:func:`test_cli.agent_conf`, :func:`test_cli.cli_argv`), with a report
 file, an optional TCP proxy of its own in front of the membership
@@ -36,8 +36,8 @@ import time
 import fixtures
 from sqlalchemy.engine import url as sa_url
 
-from ironic_partition.tests.functional.db import proxy as db_proxy
-from ironic_partition.tests.functional import harness
+from ironic_partition import testing as harness
+from ironic_partition.testing import proxy as db_proxy
 from ironic_partition.tests.functional import test_cli
 
 #: Where libfaketime may be found; the environment variable wins.

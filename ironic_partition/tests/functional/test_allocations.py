@@ -47,8 +47,8 @@ from ironic_partition import exception
 from ironic_partition import ironic
 from ironic_partition.membership import static
 from ironic_partition import partitioner
-from ironic_partition.tests.functional import harness
-from ironic_partition.tests.functional.harness import db as harness_db
+from ironic_partition import testing as harness
+from ironic_partition.testing import db as harness_db
 from ironic_partition.tests.functional import test_harness
 
 LOG = logging.getLogger(__name__)

@@ -38,8 +38,8 @@ from oslotest import base
 from ironic_partition.cmd import _common
 from ironic_partition.cmd import simulate
 from ironic_partition import hash_ring
-from ironic_partition.tests.functional import harness
-from ironic_partition.tests.functional.harness import db as harness_db
+from ironic_partition import testing as harness
+from ironic_partition.testing import db as harness_db
 
 DB_BACKEND = 'postgresql'
 GROUPS = ['rack1', 'rack2']

@@ -63,11 +63,11 @@ from oslotest import base
 import testscenarios
 from testtools import content
 
-from ironic_partition.cmd import demo
 from ironic_partition.db import api as db_api
+from ironic_partition import testing as harness
+from ironic_partition.testing import db as harness_db
+from ironic_partition.testing import demo
 from ironic_partition.tests.functional import agents as agents_mod
-from ironic_partition.tests.functional import harness
-from ironic_partition.tests.functional.harness import db as harness_db
 from ironic_partition.tests.functional import observer as observer_mod
 from ironic_partition.tests.functional import test_cli
 

@@ -29,9 +29,9 @@ import uuid
 from oslotest import base
 import testscenarios
 
-from ironic_partition.tests.functional import harness
-from ironic_partition.tests.functional.harness import db as harness_db
-from ironic_partition.tests.functional.harness import ironic as harness_ironic
+from ironic_partition import testing as harness
+from ironic_partition.testing import db as harness_db
+from ironic_partition.testing import ironic as harness_ironic
 
 LOG = logging.getLogger(__name__)
 

@@ -34,8 +34,8 @@ from testtools import content
 import tooz.hashring
 
 from ironic_partition.db import api as db_api
+from ironic_partition import testing as harness
 from ironic_partition.tests.functional import compute_worker
-from ironic_partition.tests.functional import harness
 from ironic_partition.tests.functional import nova_env
 from ironic_partition.tests.functional import test_harness
 

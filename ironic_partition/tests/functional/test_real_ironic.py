@@ -30,7 +30,7 @@ from ironic_partition import ironic
 from ironic_partition.membership import static
 from ironic_partition import partitioner
 from ironic_partition.ring import conductor
-from ironic_partition.tests.functional import harness
+from ironic_partition import testing as harness
 from ironic_partition.tests.functional import test_harness
 
 NODES = 1200

@@ -34,9 +34,9 @@ from sqlalchemy.engine import url as sa_url
 from ironic_partition import claims
 from ironic_partition.db import api as db_api
 from ironic_partition.db import models
+from ironic_partition import testing as harness
+from ironic_partition.testing import proxy
 from ironic_partition.tests.functional.db import base
-from ironic_partition.tests.functional.db import proxy
-from ironic_partition.tests.functional import harness
 
 ROLE = 'nova-compute'
 

@@ -27,8 +27,8 @@ from ironic_partition.db import api as db_api
 from ironic_partition.db import models
 from ironic_partition import exception
 from ironic_partition.membership import database
+from ironic_partition.testing import proxy
 from ironic_partition.tests.functional.db import base
-from ironic_partition.tests.functional.db import proxy
 
 ROLE = 'nova-compute'
 

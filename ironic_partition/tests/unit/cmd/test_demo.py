@@ -16,8 +16,8 @@
 
 import uuid
 
-from ironic_partition.cmd import demo
 from ironic_partition import hash_ring
+from ironic_partition.testing import demo
 from ironic_partition.tests import base
 
 

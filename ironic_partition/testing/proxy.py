@@ -27,7 +27,7 @@ import threading
 import fixtures
 from oslo_log import log as logging
 
-from ironic_partition.tests.functional.harness import ironic as harness
+from ironic_partition.testing import ironic as harness
 
 LOG = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ import urllib.request
 import fixtures
 from testtools import content
 
-from ironic_partition.tests.functional.harness import db as harness_db
+from ironic_partition.testing import db as harness_db
 
 LOG = logging.getLogger(__name__)
 

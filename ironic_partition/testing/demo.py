@@ -16,7 +16,7 @@
 
 Usage::
 
-    python -m ironic_partition.cmd.demo [--nodes N] [--db-backend BACKEND]
+    python -m ironic_partition.testing.demo [--nodes N] [--db-backend BACKEND]
                                         [--keep-workdir]
 
 It needs the functional test environment (Ironic installed, PostgreSQL or
@@ -53,7 +53,7 @@ import uuid
 
 from ironic_partition.cmd import _common
 from ironic_partition import hash_ring
-from ironic_partition.tests.functional import harness
+from ironic_partition import testing as harness
 
 #: Agent timings: small so that the demo is quick.
 HEARTBEAT_INTERVAL = 1
@@ -671,7 +671,7 @@ def main(argv=None):
     :returns: 0 when every step passed, 1 otherwise, 130 when interrupted.
     """
     parser = argparse.ArgumentParser(
-        prog='python -m ironic_partition.cmd.demo',
+        prog='python -m ironic_partition.testing.demo',
         description=__doc__.split('\n\n')[0])
     parser.add_argument('--nodes', type=int, default=DEFAULT_NODES,
                         help='Nodes to enroll (default: %(default)s).')

@@ -12,7 +12,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""``python -m ironic_partition.tests.functional.harness``: run by hand.
+"""``python -m ironic_partition.testing``: run by hand.
 
 ``start`` brings Ironic up, prints its description as one JSON document
 on stdout and stays up until SIGTERM, SIGINT or SIGHUP, then tears
@@ -32,9 +32,9 @@ import signal
 import sys
 import threading
 
-from ironic_partition.tests.functional.harness import db as harness_db
-from ironic_partition.tests.functional.harness import enroll
-from ironic_partition.tests.functional.harness import ironic
+from ironic_partition.testing import db as harness_db
+from ironic_partition.testing import enroll
+from ironic_partition.testing import ironic
 
 LOG = logging.getLogger(__name__)
 
@@ -254,7 +254,7 @@ def build_parser():
     :returns: an ``argparse.ArgumentParser``.
     """
     parser = argparse.ArgumentParser(
-        prog='python -m ironic_partition.tests.functional.harness',
+        prog='python -m ironic_partition.testing',
         description=__doc__.strip().splitlines()[0])
     parser.add_argument('-v', '--verbose', action='store_true',
                         help='log the harness at DEBUG level')

@@ -28,7 +28,7 @@ import sys
 
 import openstack.connection
 
-from ironic_partition.tests.functional.harness import ironic
+from ironic_partition.testing import ironic
 
 LOG = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ def bulk_enroll(config_file, count, groups,
         'interfaces': dict(ironic.NODE_INTERFACES),
     }
     argv = [python or sys.executable, '-m',
-            'ironic_partition.tests.functional.harness._bulk',
+            'ironic_partition.testing._bulk',
             '--config-file', config_file]
     proc = subprocess.run(argv, input=json.dumps(spec).encode(),
                           capture_output=True, timeout=timeout)

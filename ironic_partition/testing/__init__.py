@@ -16,7 +16,7 @@
 
 The public API::
 
-    from ironic_partition.tests.functional import harness
+    from ironic_partition import testing as harness
 
     ironic = self.useFixture(harness.IronicFixture(db_backend='mysql'))
     conn = harness.connect(ironic.endpoint)
@@ -26,26 +26,26 @@ The public API::
 See ``doc/source/contributor/harness.rst``.
 """
 
-from ironic_partition.tests.functional.harness.db import database_exists
-from ironic_partition.tests.functional.harness.db import DatabaseFixture
-from ironic_partition.tests.functional.harness.enroll import bulk_enroll
-from ironic_partition.tests.functional.harness.enroll import \
+from ironic_partition.testing.db import database_exists
+from ironic_partition.testing.db import DatabaseFixture
+from ironic_partition.testing.enroll import bulk_enroll
+from ironic_partition.testing.enroll import \
     clear_instance_uuid
-from ironic_partition.tests.functional.harness.enroll import connect
-from ironic_partition.tests.functional.harness.enroll import enroll_api
-from ironic_partition.tests.functional.harness.enroll import make_available
-from ironic_partition.tests.functional.harness.enroll import \
+from ironic_partition.testing.enroll import connect
+from ironic_partition.testing.enroll import enroll_api
+from ironic_partition.testing.enroll import make_available
+from ironic_partition.testing.enroll import \
     node_conductors
-from ironic_partition.tests.functional.harness.enroll import \
+from ironic_partition.testing.enroll import \
     set_instance_uuid
-from ironic_partition.tests.functional.harness.ironic import Conductor
-from ironic_partition.tests.functional.harness.ironic import \
+from ironic_partition.testing.ironic import Conductor
+from ironic_partition.testing.ironic import \
     DEFAULT_CONDUCTOR_GROUPS
-from ironic_partition.tests.functional.harness.ironic import HarnessError
-from ironic_partition.tests.functional.harness.ironic import IronicFixture
-from ironic_partition.tests.functional.harness.ironic import pids_alive
-from ironic_partition.tests.functional.harness.ironic import Service
-from ironic_partition.tests.functional.harness.ironic import wait_for
+from ironic_partition.testing.ironic import HarnessError
+from ironic_partition.testing.ironic import IronicFixture
+from ironic_partition.testing.ironic import pids_alive
+from ironic_partition.testing.ironic import Service
+from ironic_partition.testing.ironic import wait_for
 
 __all__ = [
     'bulk_enroll',
