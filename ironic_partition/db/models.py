@@ -37,6 +37,9 @@ ROLE_LENGTH = 32
 PARTITION_KEY_LENGTH = 255
 VERSION_LENGTH = 64
 NODE_ID_LENGTH = 36
+INCARNATION_LENGTH = 36
+ORIGIN_LENGTH = 255
+SHARD_LENGTH = 255
 
 _NAMING_CONVENTION = {
     'pk': 'pk_%(table_name)s',
@@ -185,6 +188,12 @@ class Service(Base):
     ``partition_key`` is NULL when the service has no partition key set;
     the empty string is the default group and is a different value.
     ``down`` is set by a graceful stop, and cleared by the next heartbeat.
+    ``incarnation`` is the identity of the one process that holds this
+    host name (NULL once it stopped and gave the name up); ``started_at``
+    (database clock), ``origin`` (machine and PID) and ``liveness_token``
+    (what tells, on that machine, whether the process still runs) describe
+    it. ``shard`` is the Ironic shard of the service's partition, NULL
+    when it has none.
     """
 
     __tablename__ = 'ironic_partition_services'
@@ -210,6 +219,15 @@ class Service(Base):
         sa.Boolean(create_constraint=False), nullable=False)
     created_at = orm.mapped_column(timestamp_type(), nullable=False)
     last_seen = orm.mapped_column(timestamp_type(), nullable=False)
+    incarnation: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(INCARNATION_LENGTH), nullable=True)
+    started_at = orm.mapped_column(timestamp_type(), nullable=True)
+    origin: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(ORIGIN_LENGTH), nullable=True)
+    liveness_token: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(ORIGIN_LENGTH), nullable=True)
+    shard: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(SHARD_LENGTH), nullable=True)
 
 
 class Claim(Base):
@@ -246,3 +264,7 @@ class Claim(Base):
     claimed_at = orm.mapped_column(timestamp_type(), nullable=True)
     expires_at = orm.mapped_column(timestamp_type(), nullable=False)
     updated_at = orm.mapped_column(timestamp_type(), nullable=False)
+    incarnation: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(INCARNATION_LENGTH), nullable=True)
+    shard: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(SHARD_LENGTH), nullable=True)
