@@ -72,9 +72,10 @@ class NovaMembership(base.MembershipBackend):
 
     name = 'nova'
 
-    def __init__(self, conf, host, role, partition_key=None, version=None):
+    def __init__(self, conf, host, role, partition_key=None, version=None,
+                 takeover=False):
         super().__init__(conf, host, role, partition_key=partition_key,
-                         version=version)
+                         version=version, takeover=takeover)
         if role != base.ROLE_NOVA_COMPUTE:
             raise exception.BackendNotSupported(
                 backend=self.name,

@@ -34,6 +34,7 @@ class FakeClient(object):
         self.resets = 0
         self.last_calls = 1
         self.last_http_seconds = 0.0
+        self.groups_served = {'rack1', 'rack2', ''}
 
     def list_nodes(self, conductor_group=None):
         self.groups.append(conductor_group)
@@ -42,6 +43,15 @@ class FakeClient(object):
         return [n for n in self.nodes
                 if conductor_group is None
                 or n.conductor_group == conductor_group]
+
+    def nodes_for_instances(self, instance_ids):
+        if self.fault is not None:
+            raise self.fault
+        return [n for n in self.nodes if n.instance_id in instance_ids]
+
+    def list_conductors(self):
+        return [{'hostname': 'c', 'conductor_group': g, 'alive': True,
+                 'drivers': []} for g in sorted(self.groups_served)]
 
     def reset(self):
         self.resets += 1
