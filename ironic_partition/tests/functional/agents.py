@@ -255,13 +255,14 @@ class AgentSet(fixtures.Fixture):
                                    self.key, agent.peers, self.state_path,
                                    database=url, **options)
 
-    def add(self, host, peers, clock_offset=None, start=True):
+    def add(self, host, peers, clock_offset=None, start=True, args=()):
         """Configure an agent, and start it.
 
         :param host: its host name.
         :param peers: its peer list.
         :param clock_offset: wall-clock offset in seconds (libfaketime).
         :param start: start it now.
+        :param args: more ``serve`` arguments (e.g. ``--takeover``).
         :returns: the :class:`Agent`.
         """
         env = test_cli.cli_env()
@@ -276,6 +277,7 @@ class AgentSet(fixtures.Fixture):
             report_path]
         if self.instance_hosts:
             argv += ['--instance-hosts', self.instance_hosts]
+        argv += list(args)
         service = harness.Service(
             'agent-' + host, argv,
             os.path.join(self.workdir, 'agent-%s.log' % host), env=env)
