@@ -490,6 +490,8 @@ class ClaimManager(object):
     def _run_timer(self):
         while not self._timer_stop.wait(self._timer_wait()):
             try:
+                if self._owns_identity and self.identity is not None:
+                    self._beat()
                 was_fenced = self.fenced()
                 if self._valid_until is not None:
                     self.keepalive()
@@ -500,6 +502,23 @@ class ClaimManager(object):
                 # errors; this only guards against bugs, so that the timer
                 # never dies silently.
                 LOG.exception('Unexpected error in the lease timer')
+
+    def _beat(self):
+        # NOTE(ironic-partition): no membership backend heartbeats this
+        # process's identity (claims with the nova or static backend);
+        # the lease timer does, so that a duplicate is refused for as long
+        # as this process runs.
+        if not self.identity.registered or self.identity.lost:
+            return
+        try:
+            self.identity.beat()
+        except exception.IdentityLost:
+            with self._lock:
+                self._held = frozenset()
+                self._valid_until = None
+        except DATABASE_ERRORS as exc:
+            LOG.debug('Identity heartbeat of %(host)s failed: %(err)s',
+                      {'host': self.host, 'err': exc})
 
     def _notify_fenced(self):
         for listener in list(self._fence_listeners):
