@@ -166,8 +166,11 @@ class Agent(object):
     """
 
     def __init__(self, host, peers, service, conf_path, report_path,
-                 proxy=None, clock_offset=None):
+                 proxy=None, clock_offset=None, endpoint=None):
         self.host = host
+        #: Its own Ironic endpoint (e.g. a slow proxy), or None for the
+        #: set's.
+        self.endpoint = endpoint
         self.peers = list(peers)
         self.service = service
         self.conf_path = conf_path
@@ -251,11 +254,13 @@ class AgentSet(fixtures.Fixture):
             url = via_proxy(url, agent.proxy.port)
         options = dict(self.timings.options())
         options.update(self.extra)
-        return test_cli.agent_conf(agent.conf_path, self.endpoint, host,
+        return test_cli.agent_conf(agent.conf_path,
+                                   agent.endpoint or self.endpoint, host,
                                    self.key, agent.peers, self.state_path,
                                    database=url, **options)
 
-    def add(self, host, peers, clock_offset=None, start=True, args=()):
+    def add(self, host, peers, clock_offset=None, start=True, args=(),
+            endpoint=None):
         """Configure an agent, and start it.
 
         :param host: its host name.
@@ -263,6 +268,7 @@ class AgentSet(fixtures.Fixture):
         :param clock_offset: wall-clock offset in seconds (libfaketime).
         :param start: start it now.
         :param args: more ``serve`` arguments (e.g. ``--takeover``).
+        :param endpoint: its own Ironic endpoint, or None for the set's.
         :returns: the :class:`Agent`.
         """
         env = test_cli.cli_env()
@@ -289,7 +295,8 @@ class AgentSet(fixtures.Fixture):
             proxy.setUp()
             self.addCleanup(proxy.cleanUp)
         agent = Agent(host, peers, service, conf_path, report_path,
-                      proxy=proxy, clock_offset=clock_offset)
+                      proxy=proxy, clock_offset=clock_offset,
+                      endpoint=endpoint)
         self.agents[host] = agent
         if self.observer is not None:
             self.observer.add_agent(host, report_path)

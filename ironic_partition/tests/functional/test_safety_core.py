@@ -179,7 +179,7 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
             self.ironic.endpoint.rsplit(':', 1)[1].split('/')[0]))
         self.useFixture(slow)
         agents.stop('a1', timeout=30)
-        agents.endpoint = 'http://127.0.0.1:%d' % slow.port
+        agents['a1'].endpoint = 'http://127.0.0.1:%d' % slow.port
         agents.write_conf('a1')
         agents.start('a1')
         self.wait_split(['a1', 'a2'], 'a1 back')
