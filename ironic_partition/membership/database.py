@@ -230,6 +230,8 @@ class DatabaseMembership(base.MembershipBackend):
         :returns: True when it was recorded, False when it failed.
         """
         try:
+            if not self.identity.registered:
+                self.identity.register(self.partition_key, self.version)
             self.identity.beat(self.partition_key, self.version)
         except exception.IdentityLost:
             # NOTE(ironic-partition): final: another incarnation holds the

@@ -78,8 +78,10 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
         twin = subprocess.run(argv, env=test_cli.cli_env(),
                               capture_output=True, text=True, timeout=120)
         self.assertEqual(8, twin.returncode, twin.stderr)
-        lines = [ln for ln in twin.stderr.splitlines() if ln.strip()]
+        lines = [ln for ln in twin.stderr.splitlines()
+                 if ln.startswith('ironic-partition serve: error:')]
         self.assertEqual(1, len(lines), twin.stderr)
+        self.assertNotIn('Traceback', twin.stderr)
         self.assertIn("Another process already runs as host 'a1'", lines[0])
         self.assertIn('pid %d' % pid, lines[0])
         self.assertIn('--takeover', lines[0])
@@ -170,9 +172,6 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
     def test_listing_slower_than_the_lease_keeps_every_claim(self):
         agents = self.start_agents(['a1', 'a2'])
         self.wait_split(['a1', 'a2'], 'a1 and a2 to share the group')
-        self.observer.steady()
-        epochs = {c.node_id: (c.owner, c.epoch)
-                  for c in self.admin.read_claims('agent').claims}
         # a1 is restarted behind an Ironic that takes longer than the
         # lease to answer every listing.
         slow = tcp_proxy.TCPProxy('127.0.0.1', int(
@@ -183,6 +182,9 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
         agents.write_conf('a1')
         agents.start('a1')
         self.wait_split(['a1', 'a2'], 'a1 back')
+        self.observer.steady()
+        epochs = {c.node_id: (c.owner, c.epoch)
+                  for c in self.admin.read_claims('agent').claims}
         counter = agents['a1'].report()['refresh_counter']
         slow.delay = self.timings.lease_time + 1.0
         self.fault('Ironic slower than the lease for a1')
@@ -207,7 +209,7 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
     def test_database_outage_is_not_ready_never_shorter(self):
         agents = self.start_agents(['a1', 'a2'], proxies=True)
         self.wait_split(['a1', 'a2'], 'a1 and a2 to share the group')
-        full = frozenset(self.reported('a1'))
+        full = frozenset(agents['a1'].report()['managed'])
         self.fault('a1 cut off from the database', full)
         agents.cut('a1')
         shorter = []
@@ -229,26 +231,21 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
         self.assertEqual([], self.analyse().problems())
 
     def test_unserved_partition_key_is_not_ready(self):
-        conf = os.path.join(self.dir, 'typo.conf')
-        report_path = os.path.join(self.dir, 'typo.json')
-        test_cli.agent_conf(conf, self.ironic.endpoint, 'a1', 'rack9',
-                            ['a1'], self.dir, database=self.db_url)
-        service = harness.Service(
-            'agent-typo', test_cli.cli_argv() + [
-                '--config-file', conf, 'serve', '--report-file',
-                report_path],
-            os.path.join(self.dir, 'typo.log'), env=test_cli.cli_env())
-        service.start()
-        self.addCleanup(service.stop)
-        harness.wait_for(
-            lambda: (test_cli.read_json(report_path) or {}).get(
-                'refresh_counter', 0) >= 2, TIMEOUT,
-            'two refreshes of the agent', check=lambda: service.running)
-        report = test_cli.read_json(report_path)
-        self.assertFalse(report['ready'])
+        # At start the agent refuses an unknown group (exit 3, see
+        # test_cli); after a SIGHUP it must not report an empty partition.
+        agents = self.start_agents(['a1'])
+        self.wait_split(['a1'], 'a1 to manage the group')
+        agents.key = 'rack9'
+        agents.write_conf('a1')
+        agents.sighup('a1')
+        harness.wait_for(lambda: agents['a1'].report().get('ready') is False
+                         and agents['a1'].report()['partition_key'] ==
+                         'rack9', TIMEOUT, 'a1 to report not ready',
+                         check=agents.check_alive)
+        report = agents['a1'].report()
         self.assertIn("partition_key 'rack9' names a conductor group",
                       report['reason'])
-        self.assertEqual([], report['managed'])
+        self.assertIn("'%s'" % test_faults.GROUP, report['reason'])
 
 
 class GroupChangeTestCase(test_cli.SharedIronic, base.BaseTestCase):
