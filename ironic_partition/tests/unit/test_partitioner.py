@@ -315,3 +315,18 @@ class TestSafetyCore(TestPartitioner):
                               my_instances={'mine'})
         self.assertIn('lost host cn1', str(e))
         self.assertEqual({}, p.reported_nodes())
+
+    def test_own_key_change_keeps_instance_nodes(self):
+        rack2 = [ironic.Node(id=str(uuid.UUID(int=100 + i)),
+                             conductor_group='rack2', instance_id=None)
+                 for i in range(4)]
+        nodes = _nodes(4, instances={0: 'mine'}) + rack2
+        p = self._make('cn1', nodes, ['cn1'])
+        p.client.groups_served.add('rack2')
+        p.refresh(my_instances={'mine'})
+        self.config(group='ironic', partition_key='rack2')
+        self.assertTrue(p.reload_settings())
+        result = p.refresh(my_instances={'mine'})
+        self.assertIn(nodes[0].id, result.nodes)
+        self.assertEqual((nodes[0].id,), result.ownership.by_instance)
+        self.assertEqual(5, len(result.nodes))
