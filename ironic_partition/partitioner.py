@@ -296,6 +296,8 @@ class Partitioner(object):
         try:
             nodes = self.client.list_nodes(
                 conductor_group=settings.partition_key)
+            if not nodes and settings.partition_key is not None:
+                self._check_group_served(settings.partition_key)
             # NOTE(ironic-partition): read after the listing, as nova
             # does: an instance spawned during a long listing is kept.
             mine = frozenset(my_instances)
@@ -307,8 +309,6 @@ class Partitioner(object):
                 nodes = list(nodes) + [
                     n for n in self.client.nodes_for_instances(missing)
                     if n.id not in listed]
-            if not nodes and settings.partition_key is not None:
-                self._check_group_served(settings.partition_key)
         except (exception.IronicUnavailable,
                 exception.IronicRequestError) as e:
             raise exception.PartitionNotReady(reason=e)

@@ -153,7 +153,10 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
         self.assertIn('lost host a1', old['reason'])
         self.assertIn('lost host a1', agents['a1'].log())
         # The new a1 owns a1's instance nodes and its ring share again.
-        self.assertEqual(before, frozenset(new.report()['managed']))
+        self.assertEqual(before, frozenset(new.report()['managed'])
+                         & frozenset(self.free))
+        self.assertEqual(instance_nodes, frozenset(
+            new.report()['by_instance']))
 
     def test_takeover_without_a_live_process_is_refused(self):
         conf = os.path.join(self.dir, 'nobody.conf')

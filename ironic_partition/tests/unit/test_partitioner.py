@@ -281,6 +281,10 @@ class TestSafetyCore(TestPartitioner):
         self.assertIn("partition_key 'rack9' names a conductor group that "
                       "no Ironic conductor serves", str(e))
         self.assertIn("'rack1'", str(e))
+        # Even when this service's instance nodes are found elsewhere.
+        p.client.nodes = _nodes(3, instances={0: 'mine'})
+        self.assertRaises(exception.PartitionNotReady, p.refresh,
+                          my_instances={'mine'})
         # A served group with no node yet is an empty partition.
         p.client.groups_served.add('rack9')
         self.assertEqual({}, p.refresh().nodes)
