@@ -208,7 +208,17 @@ def validate(conf):
     return settings
 
 
-def reread_immutable_options(conf):
+def _config_sources(conf):
+    files, dirs = [], []
+    for name, out in (('config_file', files), ('config_dir', dirs)):
+        try:
+            out.extend(conf[name] or ())
+        except cfg.NoSuchOptError:
+            pass
+    return files, dirs
+
+
+def reread_immutable_options(conf, apply=True):
     """Re-read nova's immutable ``[ironic] peer_list`` from the config files.
 
     oslo.config's ``mutate_config_files`` (SIGHUP) only changes options
@@ -222,28 +232,34 @@ def reread_immutable_options(conf):
     Does nothing when our own (mutable) options are registered.
 
     :param conf: the service's ``ConfigOpts``.
+    :param apply: False only reads and checks the files (at start: nova
+        silently uses one of ``partition_key`` and ``conductor_group``
+        when both are set); nothing is overridden.
     :returns: a dict of the option names whose value changed to their new
-        value (empty when nothing changed or nova is not involved).
+        value (empty when nothing changed, nova is not involved, or the
+        configuration has no files).
     :raises ConfigurationError: when the files cannot be parsed, or hold
         an invalid value; ``conf`` is left unchanged then.
     """
     if not nova_owns_ironic_opts(conf):
         return {}
+    files, dirs = _config_sources(conf)
+    if not files and not dirs:
+        return {}
     fresh = cfg.ConfigOpts()
     fresh.register_opts(ironic.opts, group=ironic.GROUP)
     try:
         fresh(args=[], project=conf.project, prog=conf.prog,
-              default_config_files=list(conf.config_file or ()),
-              default_config_dirs=list(conf.config_dir or ()),
+              default_config_files=files, default_config_dirs=dirs,
               use_env=False)
         values = {'conductor_group': _read_partition_key(fresh),
                   'peer_list': list(fresh[ironic.GROUP].peer_list or ())}
     except (cfg.Error, ValueError) as e:
         raise exception.ConfigurationError(
             message='Cannot re-read [%s] partition_key and peer_list from '
-                    '%s: %s' % (ironic.GROUP, ', '.join(
-                        list(conf.config_file or ()) +
-                        list(conf.config_dir or ())), e))
+                    '%s: %s' % (ironic.GROUP, ', '.join(files + dirs), e))
+    if not apply:
+        return {}
     changed = {}
     for name, value in values.items():
         current = conf[ironic.GROUP][name]

@@ -102,7 +102,7 @@ class PartitionMixin(object):
         # NOTE(ironic-partition): nova registers partition_key as a
         # deprecated name of conductor_group and silently uses one of two
         # conflicting values; read the files as written to refuse them.
-        ip_conf.reread_immutable_options(conf)
+        ip_conf.reread_immutable_options(conf, apply=False)
         settings = ip_conf.validate(conf)
         if client is None:
             client = ironic.IronicClient(conf=conf)

@@ -25,6 +25,7 @@ resource-tracker log lines, never our own reports. See
 import logging
 import os
 import re
+import subprocess
 import time
 import unittest
 
@@ -367,6 +368,48 @@ class PartitionLaneTest(_Lane):
         self.steady()
         self.assert_no_double_hold(since=back)
         self.assert_no_damage()
+
+
+    def _refused_start(self, host, changes):
+        """Start one more nova-compute that must refuse to start.
+
+        :returns: its output (stdout and stderr).
+        """
+        sections = self.nova.compute_config(host)
+        for section, options in changes.items():
+            sections.setdefault(section, {}).update(options)
+        path = os.path.join(self.nova.workdir, 'refused-%s.conf' % host)
+        harness_nova._write_config(path, sections)
+        out = subprocess.run(['nova-compute', '--config-file', path],
+                             capture_output=True, text=True, timeout=180,
+                             start_new_session=True)
+        self.assertNotEqual(0, out.returncode, out.stdout + out.stderr)
+        log = sections['DEFAULT'].get('log_file')
+        text = out.stdout + out.stderr
+        if log and os.path.exists(log):
+            with open(log) as stream:
+                text += stream.read()
+        self.addDetail('refused-' + host, content.text_content(text))
+        # Nothing of it reached nova's records.
+        self.assertNotIn(host, [svc['host'] for svc in
+                                self.recorder.cell.services()])
+        return text
+
+    def test_i_conflicting_group_options_refuse_to_start(self):
+        text = self._refused_start('cnx', {'ironic': {
+            'partition_key': 'rack1', 'conductor_group': 'rack2',
+            'peer_list': 'cnx'}})
+        self.assertIn("Options [ironic] partition_key='rack1' and [ironic] "
+                      "conductor_group='rack2' name the same setting", text)
+
+    def test_j_per_host_sqlite_membership_refuses_to_start(self):
+        text = self._refused_start('cny', {
+            'ironic': {'peer_list': 'cny,cn1'},
+            'ironic_partition_database': {
+                'connection': 'sqlite:///%s' % os.path.join(
+                    self.nova.workdir, 'cny.sqlite')}})
+        self.assertIn('[ironic_partition_database] connection', text)
+        self.assertIn('which only this host can reach', text)
 
 
 class NovaDefaultCadenceLaneTest(_Lane):
