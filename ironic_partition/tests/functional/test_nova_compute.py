@@ -369,7 +369,6 @@ class PartitionLaneTest(_Lane):
         self.assert_no_double_hold(since=back)
         self.assert_no_damage()
 
-
     def _refused_start(self, host, changes):
         """Start one more nova-compute that must refuse to start.
 
