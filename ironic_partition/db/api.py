@@ -471,17 +471,21 @@ class Connection:
         """
         if partition_key is not None:
             partition_key = partition_key.lower()
-        table = models.Service.__table__
         with self._write() as conn:
-            matched = conn.execute(
-                sa.update(table).where(
-                    self._key(host, role),
-                    table.c.incarnation == incarnation,
-                ).values(partition_key=partition_key, version=version,
-                         shard=shard, down=False,
-                         last_seen=models.utcnow())).rowcount
+            matched = self._update_holder(
+                conn, host, role, incarnation, partition_key=partition_key,
+                version=version, shard=shard, down=False,
+                last_seen=models.utcnow())
         self.stats['heartbeats'] += 1
         return bool(matched)
+
+    def _update_holder(self, conn, host, role, holder, **values):
+        """Update a services row only while it names ``holder``."""
+        table = models.Service.__table__
+        return conn.execute(
+            sa.update(table).where(
+                self._key(host, role), table.c.incarnation == holder,
+            ).values(**values)).rowcount
 
     def describe_holder(self, host, role):
         """Say who holds a host name now, for error messages.
@@ -519,14 +523,10 @@ class Connection:
             ``service_down_time``.
         :returns: True when this incarnation held the name.
         """
-        services = models.Service.__table__
         claims = models.Claim.__table__
         with self._write() as conn:
-            held = conn.execute(
-                sa.update(services).where(
-                    self._key(host, role),
-                    services.c.incarnation == incarnation,
-                ).values(incarnation=None, down=bool(down))).rowcount
+            held = self._update_holder(conn, host, role, incarnation,
+                                       incarnation=None, down=bool(down))
             conn.execute(
                 sa.update(claims).where(
                     claims.c.role == role, claims.c.owner == host.lower(),
