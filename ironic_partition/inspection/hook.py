@@ -125,7 +125,24 @@ class PartitionHook(base.InspectionHook):
             no_match_reason=why)
         plugin_data[PLUGIN_DATA_KEY] = decision_mod.record(decision)
 
+        if decision.action == decision_mod.SKIPPED:
+            LOG.debug('ironic-partition: node %(node)s left as it is: '
+                      '%(why)s', {'node': node.uuid,
+                                  'why': decision.reason})
+            return
+        # NOTE(ironic-partition): what matched is kept with the node, so
+        # that "ironic-partition check" can audit nodes whose BMC address
+        # is not in driver_info (auto-discovered ones).
+        node.set_driver_internal_info(INTERNAL_KEY, {
+            'group': (decision.group_to
+                      if decision.action == decision_mod.MOVED
+                      else recorded.get('group')),
+            'entry': match.entry.text,
+            'matched_by': match.source,
+            'matched_value': match.value,
+        })
         if decision.action == decision_mod.REFUSED:
+            node.save()
             LOG.error('ironic-partition: not moving node %(node)s from '
                       'conductor group %(from)r to %(group)r: no alive '
                       'conductor in group %(group)r serves hardware type '
@@ -139,24 +156,11 @@ class PartitionHook(base.InspectionHook):
                 raise ironic_exception.HardwareInspectionFailure(
                     error='ironic-partition: %s' % decision.reason)
             return
-        if decision.action == decision_mod.SKIPPED or match is None:
-            LOG.debug('ironic-partition: node %(node)s left as it is: '
-                      '%(why)s', {'node': node.uuid,
-                                  'why': decision.reason})
-            return
 
         if decision.action == decision_mod.MOVED:
             node.conductor_group = decision.group_to
         if decision.shard_action == decision_mod.SHARD_SET:
             node.shard = decision.shard
-        node.set_driver_internal_info(INTERNAL_KEY, {
-            'group': (decision.group_to
-                      if decision.action == decision_mod.MOVED
-                      else recorded.get('group')),
-            'entry': match.entry.text,
-            'matched_by': match.source,
-            'matched_value': match.value,
-        })
         node.save()
         if decision.action == decision_mod.MOVED:
             LOG.info('ironic-partition: moved node %(node)s from conductor '
