@@ -28,9 +28,10 @@ from ironic_partition.conf import inspection as inspection_conf
 from ironic_partition.inspection import mapping
 
 #: The node fields the audit reads.
+# NOTE(ironic-partition): not allocation_uuid: Ironic 39 answers HTTP 500
+# to fields=allocation_uuid. An active allocation sets instance_uuid.
 NODE_FIELDS = ('uuid', 'name', 'driver', 'conductor_group', 'shard',
-               'driver_info', 'driver_internal_info', 'instance_uuid',
-               'allocation_uuid')
+               'driver_info', 'driver_internal_info', 'instance_uuid')
 
 #: The first API version with ``shard`` (1.82).
 MICROVERSION = '1.82'
