@@ -424,3 +424,44 @@ class InspectionHookTestCase(base.BaseTestCase):
         self.assertIn('driver_info.ipmi_address 10.2.0.77', line)
         self.assertFalse([m for m in served + mapped if placed in m])
         self.assertIn('inspection-map', doc['passed'])
+
+    def test_bmc_address_from_driver_info(self):
+        # What out-of-band (redfish) inspection relies on: no BMC address
+        # in the inventory, the host of driver_info's URL instead.
+        node = self.known_node(driver_info={
+            'redfish_address': 'https://10.2.0.44:8000/redfish/v1'})
+        current, record = self.inspect(node, inventory())
+        self.assertEqual('rack2', current['conductor_group'])
+        self.assertEqual(('driver_info.redfish_address', '10.2.0.44'),
+                         (record['matched_by'], record['matched_value']))
+
+    def test_refusal_can_fail_the_inspection(self):
+        # NOTE(ironic-partition): with "strict" as its default group, a
+        # node there is not explicitly placed: the map applies to it.
+        strict = self.ironic.make_conductor('strict', 'strict', {
+            'DEFAULT': {'default_conductor_group': 'strict'},
+            'ironic_partition_inspection': {'on_refusal': 'fail'}})
+        self.addCleanup(strict.kill)
+        strict.start()
+        self.ironic.wait_for_conductors(alive=[strict], timeout=TIMEOUT)
+        node = self.known_node(group='strict')
+        self.conn.baremetal.set_node_provision_state(node, 'inspect')
+        self.conn.baremetal.wait_for_nodes_provision_state(
+            [node], 'inspect wait', timeout=TIMEOUT)
+        self.continue_inspection(inventory(bmc='10.9.0.77'), node=node)
+
+        def failed():
+            current = self.get_node(node)
+            return (current if current['provision_state'] == 'inspect failed'
+                    and not current['reservation'] else None)
+        current = harness.wait_for(failed, TIMEOUT, 'inspection to fail')
+        self.assertIn("no alive conductor in group 'rack9'",
+                      current['last_error'])
+        self.assertEqual('strict', current['conductor_group'])
+        self.assert_stays(node, 'strict')
+        with open(strict.log_path, errors='replace') as stream:
+            self.assertEqual(1, len([
+                line for line in stream.read().splitlines()
+                if ' ERROR ' in line and node in line and "'rack9'" in line
+                and 'fake-hardware' in line
+                and 'ironic_partition.inspection.hook' in line]))
