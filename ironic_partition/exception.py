@@ -380,3 +380,15 @@ class ReleaseRefused(AllocationError):
                 "%(node)s: %(reason)s. The allocation of a deployed node "
                 "goes away when the node is undeployed (or may be deleted "
                 "in maintenance mode).")
+
+
+# Inspection hook (ironic_partition/inspection): the partition map.
+
+
+class InvalidPartitionMap(ConfigurationError):
+    """An entry of ``[ironic_partition_inspection] map`` is invalid."""
+
+    msg_fmt = _("Invalid value %(value)r for option [%(group)s] "
+                "%(option)s: %(reason)s. An entry is \"cidr=<network>,"
+                "group=<group>[,shard=<shard>]\" or \"switch=<LLDP system "
+                "name or chassis ID>,group=<group>[,shard=<shard>]\".")

@@ -373,6 +373,29 @@ class IronicClient(object):
                 for c in self._pages('/conductors', 'conductors', params,
                                      CONDUCTOR_MICROVERSION)]
 
+    def list_node_dicts(self, fields, microversion=MIN_MICROVERSION,
+                        **filters):
+        """List nodes, page by page, as the API's JSON objects.
+
+        For fields the slim :class:`Node` record does not keep (``shard``,
+        ``driver_info``...), read by ``ironic-partition check``'s audits.
+
+        :param fields: the API fields to ask for.
+        :param microversion: the API microversion (``shard`` needs 1.82).
+        :param filters: further API query parameters.
+        :returns: a list of dicts, complete or not at all.
+        :raises IronicUnavailable: Ironic cannot be reached or failed.
+        :raises IronicRequestError: Ironic refused the query.
+        """
+        params = dict(filters)
+        params['limit'] = self.page_size
+        params['fields'] = ','.join(fields)
+        self.last_calls = 0
+        self.last_http_seconds = 0.0
+        return [{k: v for k, v in node.items() if k != 'links'}
+                for node in self._pages('/nodes', 'nodes', params,
+                                        microversion)]
+
     # -- Allocations (API 1.52+) ------------------------------------------
     #
     # NOTE(ironic-partition): Ironic marks the node with the allocation

@@ -32,6 +32,17 @@ otherwise). The checks:
 ``peers``
     every peer has heartbeated at least once.
 
+With ``--inspection-config IRONIC_CONF``, two read-only audits against
+the inspection hook's map (``[ironic_partition_inspection] map`` of that
+file) run too:
+
+``inspection-map``
+    nodes whose conductor group or shard differs from the map (enrolled
+    before the hook, by hand, or with an instance); warnings;
+``inspection-served``
+    nodes in a conductor group where no alive conductor serves their
+    hardware type; problems.
+
 Peers that heartbeated but are dead now are reported as warnings: they do
 not change the exit code.
 """
@@ -46,6 +57,7 @@ from ironic_partition.cmd import _common
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import ironic as ironic_conf
 from ironic_partition import exception
+from ironic_partition.inspection import audit as inspection_audit
 from ironic_partition import ironic
 from ironic_partition.membership import base as membership_base
 
@@ -57,6 +69,9 @@ Finding = collections.namedtuple('Finding', ['check', 'severity', 'message'])
 
 CHECKS = ('config', 'database', 'duplicates', 'ironic', 'group', 'case',
           'peers')
+
+#: The audits that ``--inspection-config`` adds.
+INSPECTION_CHECKS = ('inspection-map', 'inspection-served')
 
 
 class _Report(object):
@@ -280,11 +295,40 @@ def _check_peers(settings, membership, report):
     report.ok('peers')
 
 
-def run_checks(conf, role):
+def _check_inspection(client, conductors, path, report):
+    """Audit the nodes against the inspection hook's map (read-only)."""
+    try:
+        pmap, default_group = inspection_audit.load_map(path)
+    except (exception.IronicPartitionException, cfg.Error,
+            ValueError) as e:
+        report.problem('inspection-map', _(
+            'Cannot read the inspection map from %(path)s: %(err)s') % {
+                'path': path, 'err': _common.describe_error(e)})
+        return
+    try:
+        nodes = client.list_node_dicts(
+            inspection_audit.NODE_FIELDS,
+            microversion=inspection_audit.MICROVERSION)
+    except exception.IronicPartitionException as e:
+        report.problem('inspection-map', e)
+        return
+    for finding in inspection_audit.audit(pmap, nodes, conductors,
+                                          default_group):
+        if finding.kind == 'served':
+            report.problem('inspection-served', finding.message)
+        else:
+            report.warning('inspection-map', finding.message)
+    report.ok('inspection-map')
+    report.ok('inspection-served')
+
+
+def run_checks(conf, role, inspection_config=None):
     """Run every check.
 
     :param conf: the ``ConfigOpts``.
     :param role: the membership role.
+    :param inspection_config: an ironic.conf with the inspection hook's
+        map, to audit the nodes against it; None skips the audit.
     :returns: a dict with ``problems``, ``warnings``, ``passed`` and the
         settings read.
     """
@@ -296,6 +340,11 @@ def run_checks(conf, role):
         _check_group(client, conductors, settings, report)
     _check_case(conf, settings, conductors, report)
     _check_peers(settings, membership, report)
+    checks = CHECKS
+    if inspection_config:
+        checks = CHECKS + INSPECTION_CHECKS
+        if conductors is not None:
+            _check_inspection(client, conductors, inspection_config, report)
     return {
         'host': settings.host,
         'partition_key': settings.partition_key,
@@ -305,7 +354,7 @@ def run_checks(conf, role):
         'warnings': [f._asdict() for f in report.findings
                      if f.severity == 'warning'],
         'passed': report.passed,
-        'skipped': [c for c in CHECKS if c not in report.passed
+        'skipped': [c for c in checks if c not in report.passed
                     and not any(f.check == c for f in report.findings)],
     }
 
@@ -335,7 +384,8 @@ def run(conf):
     args = conf.command
     progress = _common.Progress()
     with progress.task(_('Checking')):
-        doc = run_checks(conf, args.role)
+        doc = run_checks(conf, args.role,
+                         inspection_config=args.inspection_config)
     if args.format == 'json':
         _common.emit_json(doc)
     else:
@@ -355,4 +405,12 @@ def add_parsers(subparsers):
         epilog=_common.exit_codes_epilog())
     _common.add_format_argument(parser)
     _common.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
+    parser.add_argument(
+        '--inspection-config', metavar='IRONIC_CONF',
+        help=_('Also audit every node against the inspection hook\'s map, '
+               'read from [ironic_partition_inspection] of this '
+               'ironic-conductor configuration file: nodes whose group or '
+               'shard differs from the map (warnings), and nodes in a '
+               'group where no alive conductor serves their hardware '
+               'type (problems). Read-only.'))
     parser.set_defaults(func=run)

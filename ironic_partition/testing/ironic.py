@@ -20,7 +20,6 @@ cleanups stop every group and drop the database, whatever the test did.
 """
 
 import collections
-import configparser
 import fcntl
 import json
 import logging
@@ -442,16 +441,24 @@ class Conductor(Service):
 
 
 def _write_config(path, sections):
-    parser = configparser.ConfigParser(interpolation=None)
+    """Write an INI file for oslo.config.
+
+    A list or tuple value is written as one line per item (the repeated
+    keys of a ``MultiStrOpt``); configparser cannot write those.
+    """
+    lines = []
     for section, options in sections.items():
-        if section != 'DEFAULT':
-            parser.add_section(section)
+        lines.append('[%s]' % section)
         for key, value in options.items():
-            if isinstance(value, bool):
-                value = 'true' if value else 'false'
-            parser.set(section, key, str(value))
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for item in values:
+                if isinstance(item, bool):
+                    item = 'true' if item else 'false'
+                lines.append('%s = %s' % (key, str(item).replace('\n',
+                                                                 '\n\t')))
+        lines.append('')
     with open(path, 'w') as stream:
-        parser.write(stream)
+        stream.write('\n'.join(lines))
 
 
 def _merge(base, extra):
@@ -544,17 +551,7 @@ class IronicFixture(fixtures.Fixture):
                 'ironic-api', 'ironic-api',
                 self._service_config('ironic-api', {}))
             for index, group in enumerate(self.conductor_groups):
-                port = free_port()
-                name = 'conductor-%d' % index
-                conf = self._service_config(name, {
-                    'conductor': {'conductor_group': group},
-                    'json_rpc': {'port': port},
-                })
-                conductor = Conductor(
-                    index, group, port, name=name,
-                    argv=self._argv('ironic-conductor', conf),
-                    log_path=os.path.join(self.workdir, name + '.log'))
-                self.conductors.append(conductor)
+                self.conductors.append(self._new_conductor(index, group))
         for service in self.services():
             # NOTE(harness): the detail is read lazily, when testtools
             # gathers it; the file must exist even if nothing started.
@@ -569,6 +566,33 @@ class IronicFixture(fixtures.Fixture):
         self.wait_until_ready(self.start_timeout)
         LOG.info('Ironic is up at %s with conductors %s', self.endpoint,
                  [c['hostname'] for c in self.describe()['conductors']])
+
+    def _new_conductor(self, index, group, extra_config=None):
+        port = free_port()
+        name = 'conductor-%s' % index
+        conf = self._service_config(name, _merge({
+            'conductor': {'conductor_group': group},
+            'json_rpc': {'port': port},
+        }, extra_config))
+        return Conductor(
+            index, group, port, name=name,
+            argv=self._argv('ironic-conductor', conf),
+            log_path=os.path.join(self.workdir, name + '.log'))
+
+    def make_conductor(self, name, group, extra_config=None):
+        """Build one more ``ironic-conductor``, not started, not managed.
+
+        For tests of a conductor that must not come up (a bad option): the
+        fixture neither starts, waits for nor stops it; the caller starts
+        it and stops it (register ``conductor.kill`` as a cleanup).
+
+        :param name: a suffix for its name and log (``conductor-<name>``).
+        :param group: its ``[conductor] conductor_group``.
+        :param extra_config: ``{section: {option: value}}`` for this
+            conductor only, over the shared configuration.
+        :returns: a :class:`Conductor` (its ``index`` is ``name``).
+        """
+        return self._new_conductor(name, group, extra_config)
 
     def _base_config(self):
         default = {
