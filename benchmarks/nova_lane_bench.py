@@ -94,6 +94,9 @@ def run_driver(label, driver, ironic, group, other, timeout, sighup=False):
                                         'membership_stale_timeout': 20})
     nova.setUp()
     figures = {'driver': label, 'steps': {}}
+    # NOTE(ironic-partition): when each step began, to say in which step
+    # double holds began.
+    marks = figures['marks'] = [(started, 'start-up')]
     recorder = None
     try:
         recorder = novalane.Recorder(nova.cell_url, nova.placement_endpoint)
@@ -104,22 +107,27 @@ def run_driver(label, driver, ironic, group, other, timeout, sighup=False):
             time.time() - started)
         figures['rss_mib'] = novalane.rss_bytes(nova.all_pids()) / 2 ** 20
 
+        marks.append((time.time(), 'SIGKILL'))
         nova.kill_compute('cn3')
         steps['SIGKILL'] = _wait(recorder, ['cn1', 'cn2'], group, timeout,
                                  nova)
+        marks.append((time.time(), 'restart after kill'))
         nova.start_compute('cn3')
         steps['restart after kill'] = _wait(recorder, HOSTS, group,
                                             timeout, nova)
 
         rolling = time.time()
+        marks.append((rolling, 'rolling restart'))
         for host in HOSTS:
             nova.restart_compute(host)
             _wait(recorder, HOSTS, group, timeout, nova)
         steps['rolling restart'] = time.time() - rolling
 
+        marks.append((time.time(), 'SIGSTOP'))
         nova.pause_compute('cn1')
         steps['SIGSTOP'] = _wait(recorder, ['cn2', 'cn3'], group, timeout,
                                  nova)
+        marks.append((time.time(), 'SIGCONT'))
         nova.resume_compute('cn1')
         steps['SIGCONT'] = _wait(recorder, HOSTS, group, timeout, nova)
 
@@ -130,6 +138,7 @@ def run_driver(label, driver, ironic, group, other, timeout, sighup=False):
         for host in ('cn1', 'cn2'):
             nova.edit_compute_config(host, {'ironic': {
                 'peer_list': 'cn1,cn2'}})
+        marks.append((time.time(), 'SIGHUP group switch'))
         for host in HOSTS:
             nova.sighup_compute(host)
         steps['SIGHUP group switch'] = _wait(
@@ -149,6 +158,15 @@ def _measure(figures, nova, recorder, started):
         seconds, overlaps = novalane.double_held(per)
         figures['double_held_node_seconds'] = seconds
         figures['double_held_nodes'] = len(overlaps)
+        by_step = dict.fromkeys((label for _t, label in figures['marks']),
+                                0.0)
+        for spans in overlaps.values():
+            for start, end, hosts in spans:
+                step = [label for when, label in figures['marks']
+                        if when <= start]
+                step = step[-1] if step else 'start-up'
+                by_step[step] += (end - start) * (len(hosts) - 1)
+        figures['double_held_by_step'] = by_step
         figures['moves'] = len(recorder.moves)
         damage = recorder.damage()
         figures['deleted_rows'] = len(damage['deleted_rows'])
@@ -186,6 +204,9 @@ def print_table(results, out=sys.stdout):
     body += [['complete report after %s (s)' % step] +
              [_fmt(r['steps'].get(step)) for r in results]
              for step in steps]
+    body += [['double-held node-s. from %s' % step] +
+             [_fmt(r.get('double_held_by_step', {}).get(step))
+              for r in results] for step in steps]
     body += [['RSS of nova services (MiB)'] +
              [_fmt(r.get('rss_mib')) for r in results]]
     widths = [max(len(row[i]) for row in [header] + body)
