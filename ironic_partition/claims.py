@@ -374,7 +374,8 @@ class ClaimManager(object):
             self.db.upgrade()
         self._schema_checked = True
 
-    def round(self, ring_nodes, instance_nodes=(), partition_key=None):
+    def round(self, ring_nodes, instance_nodes=(), partition_key=None,
+              shard=None):
         """Run one claim round and decide what may be reported.
 
         Never raises for a database fault: the round then fails closed
@@ -386,6 +387,7 @@ class ClaimManager(object):
         :param instance_nodes: node UUIDs whose instance this service owns;
             always reported.
         :param partition_key: recorded with new claims.
+        :param shard: the shard, recorded with new claims.
         :returns: a :class:`ClaimOutcome`.
         """
         ring_nodes = frozenset(ring_nodes)
@@ -414,8 +416,10 @@ class ClaimManager(object):
             valid = frozenset(n for n, c in owned.items() if c.valid)
             to_claim = desired - valid
             if to_claim:
+                extra = {'shard': shard} if shard is not None else {}
                 self.db.acquire_claims(self.role, self.host, to_claim,
-                                       self.lease_time, partition_key)
+                                       self.lease_time, partition_key,
+                                       **extra)
             held = self.db.held_claims(self.role, self.host)
         except Exception as exc:
             error = '%s: %s' % (type(exc).__name__, exc)

@@ -110,7 +110,8 @@ def read_claims(conf, membership, role, settings):
     expired = 0
     mine = []
     for claim in snapshot.claims:
-        if claim.partition_key != key:
+        if claim.partition_key != key or (
+                (claim.shard or None) != settings.shard):
             continue
         if not claim.valid or claim.owner is None:
             expired += 1
@@ -147,6 +148,7 @@ def _stranded(client, part, result, instance_hosts):
     instances = {
         n.id: n.instance_id for n in client.list_nodes(
             conductor_group=result.settings.partition_key,
+            shard=result.settings.shard,
             fields=('uuid', 'instance_uuid'), associated=True)
         if n.id in wanted}
     # NOTE(ironic-partition): a node with an instance is outside the key
@@ -180,6 +182,7 @@ def to_dict(data):
         'host': settings.host,
         'role': data['role'],
         'partition_key': settings.partition_key,
+        'shard': settings.shard,
         'peer_list': list(settings.peer_list),
         'membership_backend': data['backend'].get('backend'),
         'membership_connection': data['backend'].get('connection'),
@@ -250,6 +253,7 @@ def render(doc, long_listing=False):
         (_('Host'), doc['host']),
         (_('Role'), doc['role']),
         (_('Partition key'), _common.show_key(doc['partition_key'])),
+        (_('Shard'), _common.show_shard(doc.get('shard'))),
         (_('Peer list'), ', '.join(doc['peer_list']) or '-'),
         (_('Membership'), '%s %s' % (
             doc['membership_backend'],

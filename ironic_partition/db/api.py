@@ -81,7 +81,7 @@ _retry = oslo_db_api.wrap_db_retry(max_retries=MAX_RETRIES,
 ServiceRecord = collections.namedtuple(
     'ServiceRecord',
     ['host', 'role', 'partition_key', 'version', 'created_at', 'last_seen',
-     'down', 'alive'])
+     'down', 'alive', 'shard'], defaults=(None,))
 
 #: The services of one role and the server's clock when they were read.
 Snapshot = collections.namedtuple('Snapshot', ['as_of', 'services'])
@@ -91,7 +91,7 @@ Snapshot = collections.namedtuple('Snapshot', ['as_of', 'services'])
 ClaimRecord = collections.namedtuple(
     'ClaimRecord',
     ['node_id', 'owner', 'epoch', 'partition_key', 'claimed_at',
-     'expires_at', 'updated_at', 'valid'])
+     'expires_at', 'updated_at', 'valid', 'shard'], defaults=(None,))
 
 #: Claims read at once and the server's clock when they were read.
 ClaimSnapshot = collections.namedtuple('ClaimSnapshot', ['as_of', 'claims'])
@@ -308,9 +308,11 @@ class Connection:
             return result.rowcount
 
     @_retry
-    def _heartbeat(self, host, role, partition_key, version):
+    def _heartbeat(self, host, role, partition_key, version, shard=None):
         values = {'partition_key': partition_key, 'version': version,
-                  'down': False, 'last_seen': models.utcnow()}
+                  'down': False, 'last_seen': models.utcnow(),
+                  # NOTE(ironic-partition): shard (issue 15).
+                  'shard': shard}
         if self._update(host, role, values):
             return False
         table = models.Service.__table__
@@ -331,7 +333,8 @@ class Connection:
                 db_exc.DBError('Service row %s/%s vanished during the '
                                'heartbeat' % (host, role)))
 
-    def heartbeat(self, host, role, partition_key=None, version=None):
+    def heartbeat(self, host, role, partition_key=None, version=None,
+                  shard=None):
         """Record that a service is alive, by the server's clock.
 
         :param host: the service's host name (stored lower-cased).
@@ -339,11 +342,16 @@ class Connection:
         :param partition_key: the service's partition key; None (unset) and
             ``''`` (the default group) are stored as different values.
         :param version: the service's version string, or None.
+        :param shard: the service's Ironic shard (stored lower-cased), or
+            None.
         :returns: True when the row was created, False when it existed.
         """
         if partition_key is not None:
             partition_key = partition_key.lower()
-        created = self._heartbeat(host, role, partition_key, version)
+        if shard is not None:
+            shard = shard.lower()
+        created = self._heartbeat(host, role, partition_key, version,
+                                  shard=shard)
         self.stats['heartbeats'] += 1
         return created
 
@@ -392,7 +400,7 @@ class Connection:
             table.c.version, table.c.created_at, table.c.last_seen,
             table.c.down,
             sa.case((alive, sa.literal(1)), else_=sa.literal(0)),
-            models.utcnow(),
+            table.c.shard, models.utcnow(),
         ).where(table.c.role == role).order_by(table.c.host)
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
@@ -404,7 +412,7 @@ class Connection:
             ServiceRecord(host=row[0], role=row[1], partition_key=row[2],
                           version=row[3], created_at=_utc(row[4]),
                           last_seen=_utc(row[5]), down=bool(row[6]),
-                          alive=bool(row[7]))
+                          alive=bool(row[7]), shard=row[8])
             for row in rows)
         return Snapshot(as_of=_utc(now), services=services)
 
@@ -575,7 +583,7 @@ class Connection:
         return count
 
     def acquire_claims(self, role, host, node_ids, lease_seconds,
-                       partition_key=None):
+                       partition_key=None, shard=None):
         """Take the claims on nodes that are unclaimed or expired.
 
         Per chunk of nodes: one ``SELECT`` of the current rows, one
@@ -592,15 +600,20 @@ class Connection:
         :param node_ids: node UUIDs to claim.
         :param lease_seconds: the lease, from the server's now.
         :param partition_key: recorded with the claim, for status reports.
+        :param shard: the claimer's shard (stored lower-cased), recorded
+            with the claim likewise.
         :returns: None
         """
         micro = _microseconds(lease_seconds)
+        if shard is not None:
+            shard = shard.lower()
         for chunk in _chunks(node_ids):
             self._acquire_chunk(role, host.lower(), chunk, micro,
-                                partition_key)
+                                partition_key, shard=shard)
 
     @_retry
-    def _acquire_chunk(self, role, host, chunk, micro, partition_key):
+    def _acquire_chunk(self, role, host, chunk, micro, partition_key,
+                       shard=None):
         table = models.Claim.__table__
         query = sa.select(
             table.c.node_id, table.c.epoch,
@@ -633,7 +646,7 @@ class Connection:
                         self._claim_free(table),
                     ).values(
                         owner=host, partition_key=partition_key,
-                        epoch=table.c.epoch + 1,
+                        shard=shard, epoch=table.c.epoch + 1,
                         claimed_at=models.utcnow(),
                         expires_at=models.utc_after(
                             sa.literal(micro, sa.BigInteger)),
@@ -655,6 +668,7 @@ class Connection:
             table.c.updated_at,
             sa.case((self._claim_valid(table), sa.literal(1)),
                     else_=sa.literal(0)),
+            table.c.shard,
         )
         where = [table.c.role == role]
         if owner is not None:
@@ -674,5 +688,5 @@ class Connection:
             ClaimRecord(node_id=row[0], owner=row[1], epoch=int(row[2]),
                         partition_key=row[3], claimed_at=_utc(row[4]),
                         expires_at=_utc(row[5]), updated_at=_utc(row[6]),
-                        valid=bool(row[7]))
+                        valid=bool(row[7]), shard=row[8])
             for row in records))

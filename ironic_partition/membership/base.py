@@ -98,7 +98,7 @@ class Membership:
 
 
 def compute_membership(host, records, partition_key, peer_list, as_of,
-                       stale=False):
+                       stale=False, shard=None):
     """Apply the partitioning rules to a list of heartbeat records.
 
     * ``partition_key`` is None: every live service of the role;
@@ -113,31 +113,44 @@ def compute_membership(host, records, partition_key, peer_list, as_of,
     ``elsewhere``, not given a share of this group that it would never
     report. Records without the attribute (nova's) are taken as they are.
 
+    With a ``shard``, the partition is the pair (``partition_key``,
+    ``shard``): the rules above apply to the pair, as to the key alone
+    (peers of ``peer_list`` only; none but this service without one, as
+    nova does for shards), and a live peer heartbeating another pair is
+    in ``elsewhere``. Records without a ``shard`` attribute are taken as
+    being of this service's shard.
+
     :param host: this service's host name.
     :param records: an iterable of objects with ``host`` and ``alive``.
     :param partition_key: this service's partition key, or None.
     :param peer_list: host names allowed in the partition, or None.
     :param as_of: when ``records`` were read.
     :param stale: whether ``records`` are the last known ones only.
+    :param shard: this service's shard, or None.
     :returns: a :class:`Membership`.
     """
     me = ip_conf.normalize_host(host)
     peers = normalize_peers(peer_list)
     mine = partition_key.lower() if partition_key is not None else None
+    my_shard = shard.lower() if shard is not None else None
+    partitioned = partition_key is not None or shard is not None
     seen = {}
     elsewhere = set()
     for rec in records:
         name = ip_conf.normalize_host(rec.host)
         alive = bool(rec.alive)
         key = getattr(rec, 'partition_key', mine)
-        if alive and (key.lower() if key is not None else None) != mine:
+        rec_shard = getattr(rec, 'shard', my_shard)
+        if alive and ((key.lower() if key is not None else None) != mine
+                      or (rec_shard.lower() if rec_shard is not None
+                          else None) != my_shard):
             elsewhere.add(name)
             alive = False
         seen[name] = seen.get(name, False) or alive
     # NOTE(ironic-partition): a host with a live record of this partition
     # is here, whatever other records it has.
     elsewhere -= {name for name, alive in seen.items() if alive}
-    if partition_key is None:
+    if not partitioned:
         live = {name for name, alive in seen.items() if alive}
         dead = {name for name, alive in seen.items() if not alive}
         never_seen = set()
@@ -147,7 +160,7 @@ def compute_membership(host, records, partition_key, peer_list, as_of,
         dead = {name for name in peers
                 if name in seen and not seen[name]}
         never_seen = {name for name in peers if name not in seen}
-    if partition_key is not None:
+    if partitioned:
         elsewhere &= peers
     dead -= elsewhere
     live.add(me)
@@ -170,12 +183,15 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         unset; ``''`` is the default group, distinct from None.
     :param version: this service's version string, recorded where the
         backend can.
+    :param shard: this service's Ironic shard, or None; recorded where
+        the backend can.
     """
 
     #: The entry-point name of the backend.
     name = None
 
-    def __init__(self, conf, host, role, partition_key=None, version=None):
+    def __init__(self, conf, host, role, partition_key=None, version=None,
+                 shard=None):
         if role not in ROLES:
             raise exception.InvalidRole(role=role, allowed=', '.join(ROLES))
         self.conf = conf
@@ -184,6 +200,7 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         self.partition_key = (partition_key.lower()
                               if partition_key is not None else None)
         self.version = version
+        self.shard = shard.lower() if shard is not None else None
 
     @abc.abstractmethod
     def start(self):
@@ -213,12 +230,13 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
-    def members(self, partition_key=None, peer_list=None):
+    def members(self, partition_key=None, peer_list=None, shard=None):
         """Return the current membership.
 
         :param partition_key: the partition key, or None when unset.
         :param peer_list: host names allowed in the partition when
-            ``partition_key`` is set.
+            ``partition_key`` or ``shard`` is set.
+        :param shard: the shard, or None when unset.
         :returns: a :class:`Membership`.
         """
 
@@ -228,7 +246,7 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         :returns: a dict of plain values.
         """
         return {'backend': self.name, 'host': self.host, 'role': self.role,
-                'partition_key': self.partition_key}
+                'partition_key': self.partition_key, 'shard': self.shard}
 
 
 def _reraise(manager, entrypoint, exc):

@@ -67,14 +67,15 @@ class DatabaseMembership(base.MembershipBackend):
     :param version: this service's version, stored in its row.
     :param connection: a :class:`ironic_partition.db.api.Connection` to use
         instead of the configured one (tests, benchmarks).
+    :param shard: this service's Ironic shard, or None; stored in its row.
     """
 
     name = 'database'
 
     def __init__(self, conf, host, role, partition_key=None, version=None,
-                 connection=None):
+                 connection=None, shard=None):
         super().__init__(conf, host, role, partition_key=partition_key,
-                         version=version)
+                         version=version, shard=shard)
         if connection is None:
             if database_conf.GROUP not in conf:
                 database_conf.register_opts(conf)
@@ -97,6 +98,10 @@ class DatabaseMembership(base.MembershipBackend):
         self._last_error = None
         self._last_ok = None
         self._revision = None
+
+    def _shard_kwargs(self):
+        # NOTE(ironic-partition): shard (issue 15): only when set.
+        return {'shard': self.shard} if self.shard is not None else {}
 
     # Start and stop.
 
@@ -138,7 +143,7 @@ class DatabaseMembership(base.MembershipBackend):
             self.db.check()
             self._revision = self._ensure_schema()
             self.db.heartbeat(self.host, self.role, self.partition_key,
-                              self.version)
+                              self.version, **self._shard_kwargs())
         except exception.MembershipError:
             raise
         except Exception as exc:
@@ -148,11 +153,12 @@ class DatabaseMembership(base.MembershipBackend):
             self._failures = 0
             self._last_error = None
         LOG.info('Joined the membership database %(conn)s as %(host)s '
-                 '(%(role)s, partition key %(key)r); heartbeat every '
+                 '(%(role)s, partition key %(key)r, shard %(shard)r); '
+                 'heartbeat every '
                  '%(hb)ss, dead after %(down)ss',
                  {'conn': self.db.masked_connection, 'host': self.host,
                   'role': self.role, 'key': self.partition_key,
-                  'hb': self.heartbeat_interval,
+                  'shard': self.shard, 'hb': self.heartbeat_interval,
                   'down': self.service_down_time})
         self._stop_event.clear()
         self._thread = threading.Thread(
@@ -234,7 +240,7 @@ class DatabaseMembership(base.MembershipBackend):
         """
         try:
             self.db.heartbeat(self.host, self.role, self.partition_key,
-                              self.version)
+                              self.version, **self._shard_kwargs())
         except Exception as exc:
             with self._lock:
                 self._failures += 1
@@ -264,11 +270,13 @@ class DatabaseMembership(base.MembershipBackend):
 
     # Queries.
 
-    def members(self, partition_key=None, peer_list=None):
+    def members(self, partition_key=None, peer_list=None, shard=None):
         """Return the live services of this role.
 
         :param partition_key: the partition key, or None when unset.
-        :param peer_list: host names allowed when ``partition_key`` is set.
+        :param peer_list: host names allowed when ``partition_key`` or
+            ``shard`` is set.
+        :param shard: the shard, or None when unset.
         :raises: MembershipUnavailable when the database cannot be read and
             no membership was ever read.
         :returns: a :class:`base.Membership`, ``stale`` when it is the last
@@ -296,7 +304,7 @@ class DatabaseMembership(base.MembershipBackend):
                              'as_of': snapshot.as_of, 'err': exc})
             return base.compute_membership(
                 self.host, snapshot.services, partition_key, peer_list,
-                snapshot.as_of, stale=True)
+                snapshot.as_of, stale=True, shard=shard)
         with self._lock:
             was_stale, self._members_stale = self._members_stale, False
             self._snapshot = snapshot
@@ -304,7 +312,7 @@ class DatabaseMembership(base.MembershipBackend):
             LOG.info('Reading the membership database works again')
         return base.compute_membership(
             self.host, snapshot.services, partition_key, peer_list,
-            snapshot.as_of)
+            snapshot.as_of, shard=shard)
 
     def status(self):
         """Describe the backend, its database and its heartbeats.

@@ -140,8 +140,8 @@ class TestCheck(CommandTestCase):
         doc = check.run_checks(self.conf, 'agent')
         self.assertEqual([], doc['problems'])
         self.assertEqual(list(check.CHECKS), doc['passed'])
-        self.assertEqual(['OK: 6 checks passed (config, database, ironic, '
-                          'group, case, peers)'], check.render(doc))
+        self.assertEqual(['OK: 7 checks passed (config, database, ironic, '
+                          'group, case, peers, shards)'], check.render(doc))
 
     def _messages(self, doc):
         return [p['message'] for p in doc['problems']]
