@@ -208,12 +208,14 @@ class AgentSet(fixtures.Fixture):
     :param proxies: put a TCP proxy of its own between each agent and the
         database.
     :param extra: more ``[ironic_partition]`` options for every agent.
+    :param shard: ``[ironic] shard`` of every agent, or None.
     """
 
     def __init__(self, workdir, endpoint, db_url, key, timings=FAST,
                  observer=None, instance_hosts=None, proxies=False,
-                 extra=None):
+                 extra=None, shard=None):
         super().__init__()
+        self.shard = shard
         self.workdir = workdir
         self.endpoint = endpoint
         self.db_url = db_url
@@ -253,7 +255,8 @@ class AgentSet(fixtures.Fixture):
         options.update(self.extra)
         return test_cli.agent_conf(agent.conf_path, self.endpoint, host,
                                    self.key, agent.peers, self.state_path,
-                                   database=url, **options)
+                                   database=url, shard=self.shard,
+                                   **options)
 
     def add(self, host, peers, clock_offset=None, start=True):
         """Configure an agent, and start it.
