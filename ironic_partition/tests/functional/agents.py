@@ -253,10 +253,10 @@ class AgentSet(fixtures.Fixture):
             url = via_proxy(url, agent.proxy.port)
         options = dict(self.timings.options())
         options.update(self.extra)
+        shard = getattr(agent, 'shard', self.shard)
         return test_cli.agent_conf(agent.conf_path, self.endpoint, host,
                                    self.key, agent.peers, self.state_path,
-                                   database=url, shard=self.shard,
-                                   **options)
+                                   database=url, shard=shard, **options)
 
     def add(self, host, peers, clock_offset=None, start=True):
         """Configure an agent, and start it.
@@ -393,6 +393,16 @@ class AgentSet(fixtures.Fixture):
         :returns: None
         """
         self.agents[host].peers = list(peers)
+        self.write_conf(host)
+
+    def set_shard(self, host, shard):
+        """Rewrite an agent's ``[ironic] shard`` (refused on SIGHUP).
+
+        :param host: the agent.
+        :param shard: the new shard, or None.
+        :returns: None
+        """
+        self.agents[host].shard = shard
         self.write_conf(host)
 
     def running(self, host):

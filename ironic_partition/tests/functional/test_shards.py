@@ -28,8 +28,9 @@ nodes have instances: one in (rack1, s1) and one in (rack2, s2).
   with ``shard = s1`` and a peer list of the three: a disjoint and
   complete split of the shard's instance-less nodes, then a SIGKILL and
   the take-over within ``service_down_time`` + 2 refreshes (+ slack),
-  watched by the fault tests' observer (I1-I4). No agent ever reports a
-  node outside the shard; membership rows and claims carry the shard.
+  then a SIGHUP that changes one agent's shard, refused with one line,
+  all watched by the fault tests' observer (I1-I4). No agent ever reports
+  a node outside the shard; membership rows and claims carry the shard.
 """
 
 import os
@@ -256,6 +257,23 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
         self.addDetail('takeover-seconds',
                        content.text_content('%.2f' % took))
         self.assertLessEqual(took, TIMINGS.i2_bound + SPLIT_SLACK)
+
+        # A SIGHUP that changes the shard is refused with one ERROR line;
+        # a1 keeps serving s1 and nothing moves.
+        before = observer.latest('a1')['refresh_counter']
+        agents.set_shard('a1', 's2')
+        agents.sighup('a1')
+        refused = "[ironic] shard cannot change on SIGHUP ('s1' -> 's2')"
+        harness.wait_for(lambda: refused in agents['a1'].log(), TIMEOUT,
+                         'the refusal of the shard change',
+                         check=lambda: agents.check_alive(['a1', 'a2']))
+        harness.wait_for(
+            lambda: observer.latest('a1')['refresh_counter'] > before + 1,
+            TIMEOUT, 'a1 to refresh after the SIGHUP',
+            check=lambda: agents.check_alive(['a1', 'a2']))
+        self.assertEqual(1, agents['a1'].log().count(refused))
+        self.assertEqual('s1', observer.latest('a1')['shard'])
+        wait_split(['a1', 'a2'], 'the same split after the refused SIGHUP')
 
         result = observer.analyse()
         self.addDetail('observer', content.text_content('\n'.join(
