@@ -385,7 +385,7 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         doc = json.loads(proc.stdout)
         self.assertEqual([], doc['problems'])
         self.assertEqual(['config', 'database', 'ironic', 'group', 'case',
-                          'peers'], doc['passed'])
+                          'peers', 'shards'], doc['passed'])
         case = self.conf('case.conf', key='RACK1', peers=['A1', 'a2'])
         proc = run_cli('--config-file', case, 'check', '--role', 'agent')
         self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode)

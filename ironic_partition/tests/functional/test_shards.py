@@ -24,6 +24,7 @@ nodes have instances: one in (rack1, s1) and one in (rack2, s2).
   ``peer_list``, our driver and nova 34's ``IronicDriver`` run in this
   process on the same nova CONF and the same fleet, side by side: the
   same node set for every host, or both refusing the configuration.
+* ``test_cli``: ``status``, ``ring`` and ``check`` with a shard.
 * ``test_ha_inside_a_shard``: three ``ironic-partition serve`` agents
   with ``shard = s1`` and a peer list of the three: a disjoint and
   complete split of the shard's instance-less nodes, then a SIGKILL and
@@ -33,6 +34,7 @@ nodes have instances: one in (rack1, s1) and one in (rack2, s2).
   a node outside the shard; membership rows and claims carry the shard.
 """
 
+import json
 import os
 import time
 import uuid
@@ -41,6 +43,7 @@ import fixtures
 from oslotest import base
 from testtools import content
 
+from ironic_partition.cmd import _common
 from ironic_partition.db import api as db_api
 from ironic_partition import exception
 from ironic_partition import testing as harness
@@ -182,6 +185,68 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
         e = self.assertRaises(exception.ConfigurationError,
                               nova_driver.IronicPartitionDriver, None)
         self.assertIn('peer_list', str(e))
+
+    # The CLI.
+
+    def _conf(self, name, key, shard, peers=('c1',)):
+        return test_cli.agent_conf(
+            os.path.join(self.workdir, name), self.ironic.endpoint, 'c1',
+            key, list(peers), self.workdir, shard=shard,
+            membership_backend='static')
+
+    def _json(self, *args):
+        proc = test_cli.run_cli(*args, '--format', 'json')
+        self.assertIn(proc.returncode, (_common.EXIT_OK,
+                                        _common.EXIT_PROBLEMS), proc.stderr)
+        return proc.returncode, json.loads(proc.stdout)
+
+    def test_cli(self):
+        alone = self._conf('s1.conf', None, 'S1', peers=())
+        free = self.nodes_of(shard='s1') - set(self.instance)
+        code, doc = self._json('--config-file', alone, 'status', '--role',
+                               'agent')
+        self.assertEqual(_common.EXIT_OK, code)
+        self.assertEqual('s1', doc['shard'])
+        self.assertEqual(len(self.nodes_of(shard='s1')), doc['listed'])
+        self.assertEqual(free, {n['uuid'] for n in doc['managed']})
+        self.assertEqual(['c1'], doc['ring_members'])
+
+        both = self._conf('rack1-s1.conf', 'rack1', 's1',
+                          peers=('c1', 'c2'))
+        code, doc = self._json('--config-file', both, 'ring', '--role',
+                               'agent')
+        self.assertEqual(_common.EXIT_OK, code)
+        self.assertEqual(('rack1', 's1'), (doc['partition_key'],
+                                           doc['shard']))
+        self.assertEqual(len(self.nodes_of('rack1', 's1')), doc['listed'])
+        self.assertEqual(len(self.nodes_of('rack1', 's1') - {self.node_a}),
+                         doc['ring_nodes'])
+        self.assertEqual({'c1', 'c2'},
+                         {m['member'] for m in doc['members']})
+
+        code, doc = self._json('--config-file', both, 'check', '--role',
+                               'agent')
+        self.assertEqual(_common.EXIT_OK, code, doc)
+        self.assertIn('shards', doc['passed'])
+        warnings = [w['message'] for w in doc['warnings']
+                    if w['check'] == 'shards']
+        self.assertEqual(1, len(warnings), warnings)
+        self.assertIn('12 of the 36 nodes of conductor group rack1 have no '
+                      'shard', warnings[0])
+        empty = self._conf('s3.conf', 'rack2', 's3')
+        code, doc = self._json('--config-file', empty, 'check', '--role',
+                               'agent')
+        warnings = [w['message'] for w in doc['warnings']
+                    if w['check'] == 'shards']
+        self.assertIn("No node of conductor group rack2 is in [ironic] "
+                      "shard 's3'; shards there: 's1', 's2'.", warnings)
+
+        # Bad values are refused naming the option.
+        bad = self._conf('bad.conf', None, 's,1')
+        proc = test_cli.run_cli('--config-file', bad, 'status')
+        self.assertNotEqual(0, proc.returncode)
+        self.assertIn('shard', proc.stderr)
+        self.assertIn("'s,1'", proc.stderr)
 
     # HA inside a shard.
 
