@@ -138,6 +138,23 @@ class TestRereadShard(base.TestCase):
                          ip_conf.reread_immutable_options(self.conf))
         self.assertEqual('s2', self.conf.ironic.shard)
 
+    def test_nova_options_reread_with_the_shard(self):
+        conf = cfg.ConfigOpts()
+        conf.register_opts([cfg.StrOpt('conductor_group'),
+                            cfg.StrOpt('shard'),
+                            cfg.ListOpt('peer_list', default=[])],
+                           group='ironic')
+        ip_conf.register_opts(conf)
+        path = self._write('[ironic]\nshard = s1\n')
+        conf(['--config-file', path], project='nova')
+        self.assertEqual({}, ip_conf.reread_immutable_options(conf))
+        with open(path, 'w') as f:
+            f.write('[ironic]\nshard = S2\npeer_list = cn1\n')
+        self.assertEqual({'shard': 'S2', 'peer_list': ['cn1']},
+                         ip_conf.reread_immutable_options(conf))
+        conf.set_override('host', 'cn1', group='ironic_partition')
+        self.assertEqual('s2', ip_conf.get_settings(conf).shard)
+
     def test_invalid_shard_in_files(self):
         path = self._write('[ironic]\nshard = s1\n')
         self.conf(['--config-file', path], project='ironic-partition')
