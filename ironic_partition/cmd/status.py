@@ -253,7 +253,10 @@ def render(doc, long_listing=False):
         (_('Host'), doc['host']),
         (_('Role'), doc['role']),
         (_('Partition key'), _common.show_key(doc['partition_key'])),
-        (_('Shard'), _common.show_shard(doc.get('shard'))),
+    ]
+    if doc.get('shard') is not None:
+        fields.append((_('Shard'), _common.show_shard(doc['shard'])))
+    fields += [
         (_('Peer list'), ', '.join(doc['peer_list']) or '-'),
         (_('Membership'), '%s %s' % (
             doc['membership_backend'],

@@ -210,6 +210,10 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
         self.assertEqual(len(self.nodes_of(shard='s1')), doc['listed'])
         self.assertEqual(free, {n['uuid'] for n in doc['managed']})
         self.assertEqual(['c1'], doc['ring_members'])
+        proc = test_cli.run_cli('--config-file', alone, 'status',
+                                '--role', 'agent')
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertIn('Shard          s1', proc.stdout.splitlines())
 
         both = self._conf('rack1-s1.conf', 'rack1', 's1',
                           peers=('c1', 'c2'))
