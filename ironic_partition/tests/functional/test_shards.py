@@ -24,6 +24,11 @@ nodes have instances: one in (rack1, s1) and one in (rack2, s2).
   ``peer_list``, our driver and nova 34's ``IronicDriver`` run in this
   process on the same nova CONF and the same fleet, side by side: the
   same node set for every host, or both refusing the configuration.
+* ``test_nova_compute_sighup_keeps_the_shard``: a nova-compute-like
+  process (``compute_worker`` under oslo.service, nova's own immutable
+  ``[ironic] shard``) serving shard ``s1`` alone; a SIGHUP after its
+  nova.conf moved it to another shard and group is refused with one
+  ERROR line and it keeps reporting the same nodes.
 * ``test_cli``: ``status``, ``ring`` and ``check`` with a shard.
 * ``test_ha_inside_a_shard``: three ``ironic-partition serve`` agents
   with ``shard = s1`` and a peer list of the three: a disjoint and
@@ -36,6 +41,8 @@ nodes have instances: one in (rack1, s1) and one in (rack2, s2).
 
 import json
 import os
+import signal
+import sys
 import time
 import uuid
 
@@ -49,6 +56,7 @@ from ironic_partition import exception
 from ironic_partition import testing as harness
 from ironic_partition.testing import demo
 from ironic_partition.tests.functional import agents as agents_mod
+from ironic_partition.tests.functional import compute_worker
 from ironic_partition.tests.functional import nova_env
 from ironic_partition.tests.functional import observer as observer_mod
 from ironic_partition.tests.functional import test_cli
@@ -185,6 +193,79 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
         e = self.assertRaises(exception.ConfigurationError,
                               nova_driver.IronicPartitionDriver, None)
         self.assertIn('peer_list', str(e))
+
+    # SIGHUP inside nova-compute.
+
+    def _nova_conf(self, path, host, shard, group=None):
+        lines = ['[DEFAULT]', 'host = %s' % host,
+                 '[database]', 'connection = %s' % nova_env.nova_database(),
+                 '[ironic]', 'auth_type = none',
+                 'endpoint_override = %s' % self.ironic.endpoint,
+                 'shard = %s' % shard,
+                 '[ironic_partition]', 'membership_backend = static']
+        if group is not None:
+            lines.insert(lines.index('[ironic_partition]'),
+                         'conductor_group = %s' % group)
+        with open(path, 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+        return path
+
+    def test_nova_compute_sighup_keeps_the_shard(self):
+        workdir = self.useFixture(
+            fixtures.TempDir(rootdir=self.workdir)).path
+        host = 'cn-%s' % uuid.uuid4().hex[:6]
+        config = self._nova_conf(os.path.join(workdir, 'nova.conf'), host,
+                                 's1')
+        report_path = os.path.join(workdir, 'report.json')
+        service = harness.Service(
+            'worker-' + host,
+            [sys.executable, '-m',
+             'ironic_partition.tests.functional.compute_worker',
+             '--mode', 'nova', '--report', report_path, '--interval', '0.5',
+             '--', '--config-file', config],
+            os.path.join(workdir, 'worker.log'))
+        self.addCleanup(service.stop)
+        self.addCleanup(lambda: self.addDetail(
+            'worker-log', content.content_from_file(
+                service.log_path, buffer_now=True)))
+        service.start()
+
+        def log():
+            with open(service.log_path) as f:
+                return f.read()
+
+        def report_after(stamp):
+            def check():
+                report = compute_worker.read_report(report_path)
+                return (report is not None and report['time'] > stamp
+                        and report['ready'])
+
+            def alive():
+                if not service.running():
+                    raise harness.HarnessError('the worker exited: %s'
+                                               % log()[-3000:])
+            harness.wait_for(check, TIMEOUT, 'a report', check=alive)
+            return compute_worker.read_report(report_path)
+
+        free = self.nodes_of(shard='s1') - set(self.instance)
+        first = report_after(0)
+        self.assertEqual(free, set(first['nodes']))
+
+        # nova.conf now says another shard (and a group): refused whole.
+        self._nova_conf(config, host, 's2', group='rack2')
+        stamp = time.time()
+        os.kill(service.pid, signal.SIGHUP)
+        refused = "[ironic] shard cannot change on SIGHUP ('s1' -> 's2')"
+        harness.wait_for(lambda: refused in log(), TIMEOUT,
+                         'the refusal of the shard change')
+        report = report_after(time.time())
+        self.assertGreater(report['time'], stamp)
+        self.assertEqual(free, set(report['nodes']))
+        self.assertIsNone(report['partition_key'])
+        self.assertEqual(1, log().count(refused))
+        errors = [line for line in log().splitlines()
+                  if ' ERROR ' in line and 'shard' in line]
+        self.assertEqual(1, len(errors), errors)
 
     # The CLI.
 
