@@ -60,11 +60,13 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.parse
 
 from ironic_partition.db import api as db_api
 from ironic_partition import hash_ring
 from ironic_partition import testing as harness
 from ironic_partition.testing import demo
+from ironic_partition.testing import proxy as tcp_proxy
 from ironic_partition.tests.functional import agents as agents_mod
 from ironic_partition.tests.functional import observer as observer_mod
 
@@ -272,8 +274,21 @@ def run(args):
         agents.setUp()
         cleanups.append(agents.cleanUp)
         hosts = ['soak-%d' % i for i in range(1, args.agents + 1)]
+        slow = None
+        if args.slow_delay:
+            # NOTE(ironic-partition): one agent lists Ironic through a proxy
+            # that holds every answer for longer than the lease.
+            slow = tcp_proxy.TCPProxy('127.0.0.1', int(
+                urllib.parse.urlsplit(ironic.endpoint).port))
+            slow.setUp()
+            cleanups.append(slow.cleanUp)
+            slow.delay = args.slow_delay
+            say('%s lists Ironic through a proxy that holds each answer '
+                '%.1f s' % (hosts[0], args.slow_delay))
         for host in hosts:
-            agents.add(host, hosts)
+            agents.add(host, hosts, endpoint=(
+                'http://127.0.0.1:%d' % slow.port
+                if slow is not None and host == hosts[0] else None))
         say('Started %d agents on %s: refresh %ss, heartbeat %ss, down '
             'after %ss, lease %ss, margin %.2fs; I2 bound %ss' % (
                 len(hosts), args.backend, timings.refresh_interval,
@@ -298,7 +313,8 @@ def run(args):
             '%d %s' % (n, a) for a, n in sorted(chaos.counts.items())))
         wait_split(obs, agents, nodes, hosts, 300)
         result = obs.analyse()
-        return report(args, timings, result, free, chaos, hosts)
+        fences = {h: agents[h].log().count('Fenced:') for h in hosts}
+        return report(args, timings, result, free, chaos, hosts, fences)
     finally:
         for cleanup in reversed(cleanups):
             try:
@@ -344,7 +360,7 @@ def explain_gaps(result, timings, zero, limit=5):
                 when - zero, host, seconds))
 
 
-def report(args, timings, result, free, chaos, hosts):
+def report(args, timings, result, free, chaos, hosts, fences=None):
     print('')
     print('== Soak: %d agents, %d nodes, %d s of faults on %s ==' % (
         args.agents, args.nodes, args.duration, args.backend))
@@ -354,6 +370,9 @@ def report(args, timings, result, free, chaos, hosts):
         print(line)
     longest = result.longest_gap
     print('instants of double reporting: %d' % len(result.overlaps))
+    if fences is not None:
+        print('self-fence events per agent (log lines "Fenced:"): %s' % (
+            ', '.join('%s %d' % item for item in sorted(fences.items()))))
     print('longest time a node went unreported: %s (I2 bound %d s = '
           'service_down_time %d + 2 x refresh_interval %d)' % (
               '%.3f s' % longest.effective if longest else '0 s',
@@ -430,6 +449,10 @@ def main(argv=None):
     parser.add_argument('--claims-interval', type=float, default=0.25,
                         help='Seconds between two reads of the claims.')
     parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--slow-delay', type=float, default=0.0,
+                        help='make the first agent list Ironic through a '
+                             'proxy holding each answer this many seconds '
+                             '(e.g. longer than the lease)')
     parser.add_argument('--keep-workdir', action='store_true')
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(130))

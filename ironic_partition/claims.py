@@ -51,11 +51,14 @@ claimed: a node whose instance's owner is dead stays stranded.
 
 import collections
 import dataclasses
+import math
 import threading
 import time
 import types
 
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
+import sqlalchemy.exc as sa_exc
 
 from ironic_partition._i18n import _
 from ironic_partition.conf import database as database_conf
@@ -63,6 +66,7 @@ from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import api as db_api
 from ironic_partition.db import migration
 from ironic_partition import exception
+from ironic_partition import identity as identity_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -77,12 +81,46 @@ DEFAULT_ROLE = 'nova-compute'
 #: Log a still-failing claim round at ERROR level every this many failures.
 WARN_EVERY = 10
 
+#: What a claim round treats as "the database cannot be reached": a
+#: database error, or a membership error (schema, connection, identity).
+#: Anything else (a TypeError...) is a bug and is raised as it is.
+DATABASE_ERRORS = (sa_exc.SQLAlchemyError, db_exc.DBError,
+                   exception.MembershipError)
+
+#: The fewest seconds between the lease timer's renewals.
+MIN_RENEW_INTERVAL = 0.2
+
 #: The claim options, validated, with the automatic values resolved.
 #:
-#: ``mode`` is the ``claims`` option; ``lease_time`` and
-#: ``fencing_margin`` are seconds (floats).
+#: ``mode`` is the ``claims`` option; ``lease_time``, ``fencing_margin``
+#: and ``renew_interval`` (how often the lease timer renews) are seconds
+#: (floats).
 ClaimSettings = collections.namedtuple(
-    'ClaimSettings', ['mode', 'lease_time', 'fencing_margin'])
+    'ClaimSettings', ['mode', 'lease_time', 'fencing_margin',
+                      'renew_interval'])
+
+#: How the consumer of a partition refreshes and acts on it.
+#:
+#: ``interval`` is the seconds between two refreshes (the agent's
+#: ``refresh_interval``; nova's ``update_resources_interval``), and
+#: ``hold`` how long the consumer may go on acting on a result after this
+#: service fenced itself: 0 for a consumer told at once (the agent
+#: rewrites its report), one interval for nova, which holds what its last
+#: resource-tracker run reported until its next run.
+#: ``interval_option`` names the option that sets ``interval``, for
+#: error messages.
+Cadence = collections.namedtuple('Cadence',
+                                 ['interval', 'hold', 'interval_option'])
+
+
+def agent_cadence(conf):
+    """The cadence of a consumer refreshing every ``refresh_interval``.
+
+    :param conf: a ``ConfigOpts`` with ``[ironic_partition]`` registered.
+    :returns: a :data:`Cadence` with no hold.
+    """
+    return Cadence(conf[partition_conf.GROUP].refresh_interval, 0,
+                   '[ironic_partition] refresh_interval')
 
 
 def _config_error(option, value, reason):
@@ -91,56 +129,75 @@ def _config_error(option, value, reason):
         reason=reason)
 
 
-def get_settings(conf):
-    """Read and validate the claim options.
+def get_settings(conf, cadence=None):
+    """Read and validate the claim options against the consumer's cadence.
 
-    ``lease_time`` defaults to the larger of twice ``refresh_interval`` and
-    ``service_down_time``; ``fencing_margin`` to a tenth of the lease.
+    Claims are renewed by a timer of their own, so a refresh slower than
+    the lease never lets them lapse. What the lease must cover is the
+    consumer: it refreshes every ``cadence.interval`` seconds, and may go
+    on acting on a result for ``cadence.hold`` seconds after this service
+    fenced itself. Unset, ``fencing_margin`` is ``hold`` plus a tenth of
+    the lease, and ``lease_time`` the largest of ``service_down_time``,
+    two intervals, and what leaves the timer room to renew three times
+    before the fence.
 
     :param conf: a ``ConfigOpts`` with ``[ironic_partition]`` registered.
+    :param cadence: the consumer's :data:`Cadence`; by default the
+        agent's (:func:`agent_cadence`).
     :returns: a :data:`ClaimSettings`.
     :raises ConfigurationError: when ``lease_time`` is shorter than two
-        refresh intervals, or ``fencing_margin`` leaves less than one
-        refresh interval of the lease; the message names the options.
+        refresh intervals of the consumer, or ``fencing_margin`` is shorter
+        than the consumer's hold or leaves the timer no time to renew; the
+        message names the options.
     """
     group = conf[partition_conf.GROUP]
-    refresh = group.refresh_interval
+    if cadence is None:
+        cadence = agent_cadence(conf)
+    interval, hold = cadence.interval, cadence.hold
     lease = group.lease_time
+    margin = group.fencing_margin
     if lease is None:
-        lease = max(2 * refresh, group.service_down_time)
-    elif lease < 2 * refresh:
+        floor = (hold + 3.0) / 0.9 if margin is None else margin + 3.0
+        lease = max(group.service_down_time, 2 * interval,
+                    int(math.ceil(floor)))
+    elif lease < 2 * interval:
         raise _config_error(
             'lease_time', lease,
-            _('it must be at least twice [ironic_partition] '
-              'refresh_interval (%(refresh)d), i.e. at least %(min)d: '
-              'claims are renewed once per refresh, and one late refresh '
-              'must not make a healthy service fence itself')
-            % {'refresh': refresh, 'min': 2 * refresh})
-    margin = group.fencing_margin
+            _('it must be at least twice %(option)s (%(interval)s), i.e. '
+              'at least %(min)s: a lease shorter than two refreshes of the '
+              'consumer leaves no time to hand a node over before it is '
+              'reported elsewhere')
+            % {'option': cadence.interval_option, 'interval': interval,
+               'min': 2 * interval})
     if margin is None:
-        margin = lease / 10.0
-    elif margin >= lease - refresh:
+        margin = hold + lease / 10.0
+    elif margin < hold:
+        raise _config_error(
+            'fencing_margin', margin,
+            _('it must be at least %(option)s (%(hold)s): the consumer '
+              'goes on reporting what its last refresh found until its '
+              'next refresh, so a service must fence itself at least that '
+              'long before its lease runs out')
+            % {'option': cadence.interval_option, 'hold': hold})
+    if lease - margin < 3 * MIN_RENEW_INTERVAL:
         raise _config_error(
             'fencing_margin', margin,
             _('it must be smaller than [ironic_partition] lease_time '
-              '(%(lease)d) minus refresh_interval (%(refresh)d), i.e. '
-              'smaller than %(max)d, or a healthy service would fence '
-              'itself between two refreshes')
-            % {'lease': lease, 'refresh': refresh,
-               'max': lease - refresh})
-    if lease >= group.service_down_time + refresh:
-        LOG.warning('[ironic_partition] lease_time (%(lease)d) is not '
-                    'shorter than service_down_time (%(down)d) plus '
-                    'refresh_interval (%(refresh)d): the nodes of a dead '
-                    'service are reported again only after up to '
-                    '%(bound)d s plus one refresh instead of '
-                    'service_down_time + 2 refresh intervals (%(i2)d s); '
-                    'keep refresh_interval at most half of '
-                    'service_down_time',
+              '(%(lease)s) minus %(min)s s, or the lease timer would have '
+              'no time to renew the claims before the fence')
+            % {'lease': lease, 'min': 3 * MIN_RENEW_INTERVAL})
+    renew = max(MIN_RENEW_INTERVAL, (lease - margin) / 3.0)
+    if lease >= group.service_down_time + interval:
+        LOG.warning('[ironic_partition] lease_time (%(lease)s) is not '
+                    'shorter than service_down_time (%(down)s) plus '
+                    '%(option)s (%(interval)s): the nodes of a dead service '
+                    'are reported again only after up to %(bound)s s plus '
+                    'one refresh',
                     {'lease': lease, 'down': group.service_down_time,
-                     'refresh': refresh, 'bound': lease + refresh,
-                     'i2': group.service_down_time + 2 * refresh})
-    return ClaimSettings(group.claims, float(lease), float(margin))
+                     'option': cadence.interval_option,
+                     'interval': interval, 'bound': lease + interval})
+    return ClaimSettings(group.claims, float(lease), float(margin),
+                         float(renew))
 
 
 def wanted(conf, membership):
@@ -159,7 +216,7 @@ def wanted(conf, membership):
     return getattr(membership, 'name', None) == 'database'
 
 
-def from_conf(conf, membership, host, clock=time.monotonic):
+def from_conf(conf, membership, host, clock=time.monotonic, cadence=None):
     """Build the claim manager a configuration asks for.
 
     With the ``database`` membership backend the claims use its
@@ -171,6 +228,8 @@ def from_conf(conf, membership, host, clock=time.monotonic):
     :param membership: the membership backend in use.
     :param host: this service's host name.
     :param clock: a monotonic clock.
+    :param cadence: the consumer's :data:`Cadence` (see
+        :func:`get_settings`).
     :returns: a :class:`ClaimManager`, or None when claims are off.
     :raises ConfigurationError: for invalid claim options.
     """
@@ -182,28 +241,66 @@ def from_conf(conf, membership, host, clock=time.monotonic):
                      '[ironic_partition_database] connection) to make '
                      'rebalancing safe', getattr(membership, 'name', None))
         return None
-    settings = get_settings(conf)
-    connection = None
-    owns_connection = False
-    if getattr(membership, 'name', None) == 'database':
-        connection = getattr(membership, 'db', None)
-    if connection is None:
+    settings = get_settings(conf, cadence)
+    identity = getattr(membership, 'identity', None)
+    owns_connection = identity is None
+    if identity is not None:
+        connection = identity.db
+    else:
         if database_conf.GROUP not in conf:
             database_conf.register_opts(conf)
         connection = db_api.Connection.from_conf(conf)
-        owns_connection = True
-        if connection.dialect == 'sqlite':
-            LOG.warning('Ownership claims are kept in the SQLite database '
-                        '%s, which only this host can reach: claims '
-                        'protect nothing across hosts unless every '
-                        'service shares a server database in '
-                        '[ironic_partition_database] connection',
-                        connection.masked_connection)
     role = getattr(membership, 'role', None) or DEFAULT_ROLE
+    if identity is None:
+        identity = identity_mod.Identity(
+            connection, host, role,
+            conf[partition_conf.GROUP].service_down_time,
+            takeover=getattr(membership, 'takeover', False))
     return ClaimManager(connection, host, role,
                         lease_time=settings.lease_time,
                         fencing_margin=settings.fencing_margin,
-                        clock=clock, owns_connection=owns_connection)
+                        clock=clock, owns_connection=owns_connection,
+                        identity=identity,
+                        renew_interval=settings.renew_interval,
+                        owns_identity=owns_connection)
+
+
+def check_shared_database(conf, connection, host, allow_local):
+    """Refuse, or warn about, a SQLite database shared by several hosts.
+
+    :param conf: a ``ConfigOpts`` with ``[ironic]`` registered.
+    :param connection: the claims' :class:`~ironic_partition.db.api.
+        Connection`, on SQLite.
+    :param host: this service's host name.
+    :param allow_local: False raises instead of warning.
+    :raises ConfigurationError: naming ``[ironic_partition_database]
+        connection`` and the peers, when not allowed.
+    :returns: None
+    """
+    peers = [p.strip().lower() for p in conf.ironic.peer_list or ()
+             if p.strip()]
+    others = sorted(set(peers) - {host.lower()})
+    if not others:
+        return
+    if not allow_local:
+        raise exception.ConfigurationError(
+            group=database_conf.GROUP, option='connection',
+            value=connection.masked_connection,
+            reason=_('it is a SQLite database, which only this host can '
+                     'reach, while [ironic] peer_list names other hosts '
+                     '(%(others)s): each service would see only itself '
+                     'alive and report every node of the group. Set '
+                     '[ironic_partition_database] connection to a MySQL/'
+                     'MariaDB or PostgreSQL database that every service in '
+                     'peer_list shares (and run "ironic-partition-dbsync '
+                     'upgrade" once)') % {'others': ', '.join(others)})
+    LOG.warning('Ownership claims are kept in the SQLite database %(db)s '
+                'while [ironic] peer_list names other hosts (%(others)s): '
+                'claims protect nothing across hosts unless every service '
+                'shares that file or a server database in '
+                '[ironic_partition_database] connection',
+                {'db': connection.masked_connection,
+                 'others': ', '.join(others)})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,16 +357,34 @@ class ClaimManager(object):
         monotonic clock) at which unrenewed claims stop being reported.
     :param clock: a monotonic clock.
     :param owns_connection: whether :meth:`stop` disposes ``connection``.
+    :param identity: this process's :class:`~ironic_partition.identity.
+        Identity`: claims are taken, renewed and released for its
+        incarnation only, and only while it holds the host name. None
+        (tests) uses the host name alone.
+    :param renew_interval: seconds between the lease timer's renewals
+        (:meth:`start`); a third of ``lease_time - fencing_margin`` by
+        default.
+    :param owns_identity: whether :meth:`start` registers ``identity`` and
+        :meth:`stop` gives it up (no membership backend does it).
     """
 
     def __init__(self, connection, host, role, lease_time, fencing_margin,
-                 clock=time.monotonic, owns_connection=False):
+                 clock=time.monotonic, owns_connection=False, identity=None,
+                 renew_interval=None, owns_identity=False):
         if fencing_margin >= lease_time:
             raise _config_error(
                 'fencing_margin', fencing_margin,
                 _('it must be smaller than [ironic_partition] lease_time '
                   '(%s)') % lease_time)
         self.db = connection
+        self.identity = identity
+        self._owns_identity = owns_identity
+        self.renew_interval = (
+            renew_interval if renew_interval is not None else
+            max(MIN_RENEW_INTERVAL, (lease_time - fencing_margin) / 3.0))
+        self._timer = None
+        self._timer_stop = threading.Event()
+        self._fence_listeners = []
         self.host = host.lower()
         self.role = role
         self.lease_time = float(lease_time)
@@ -289,6 +404,128 @@ class ClaimManager(object):
         self._last_ok = None
         self._last_seconds = None
         self._last_statements = None
+        self._adopted = False
+
+    @property
+    def incarnation(self):
+        """This process's incarnation, or None without an identity."""
+        return self.identity.incarnation if self.identity else None
+
+    # The lease timer.
+
+    def add_fence_listener(self, listener):
+        """Call ``listener()`` from the lease timer when the fence falls.
+
+        A consumer that can stop reporting at once (the agent rewrites its
+        report) registers here, so that it never goes on reporting a node
+        past the fence until its next refresh.
+
+        :param listener: a callable without arguments; its errors are
+            logged and ignored.
+        :returns: None
+        """
+        self._fence_listeners.append(listener)
+
+    def start(self):
+        """Start: register, adopt the claims left, start the lease timer.
+
+        This manager takes the host name only when it owns the identity
+        (no membership backend does); it adopts the claims a previous
+        incarnation left, and starts the lease timer. Idempotent. The
+        timer renews the held claims every :attr:`renew_interval`
+        seconds, whatever the refreshes do: a listing slower than the
+        lease never lets a claim lapse.
+
+        :raises DuplicateService: another live process holds the host name.
+        :raises: other MembershipError subclasses when the database is
+            unusable.
+        :returns: None
+        """
+        if self._owns_identity and self.identity is not None:
+            try:
+                self._ensure_schema()
+                self.identity.register()
+            except exception.MembershipError:
+                raise
+            except DATABASE_ERRORS as exc:
+                raise exception.DatabaseConnectionFailed(
+                    connection=self.db.masked_connection,
+                    reason='%s: %s' % (type(exc).__name__, exc))
+        self._adopt()
+        if self._timer is None or not self._timer.is_alive():
+            self._timer_stop.clear()
+            self._timer = threading.Thread(
+                target=self._run_timer, name='ironic-partition-leases',
+                daemon=True)
+            self._timer.start()
+
+    def _adopt(self):
+        if self._adopted or self.identity is None:
+            return
+        try:
+            adopted = self.db.adopt_claims(self.role, self.host,
+                                           self.identity.incarnation,
+                                           self.identity.adoptable)
+        except DATABASE_ERRORS as exc:
+            LOG.warning('Could not adopt the claims a previous process of '
+                        '%(host)s left; the next rounds retry: %(err)s',
+                        {'host': self.host, 'err': exc})
+            return
+        self._adopted = True
+        if adopted:
+            LOG.info('Adopted %(n)d claims left by the previous process of '
+                     '%(host)s', {'n': adopted, 'host': self.host})
+
+    def _timer_wait(self):
+        now = self._clock()
+        with self._lock:
+            until = self._valid_until
+        wait = self.renew_interval
+        if until is not None and now < until:
+            # NOTE(ironic-partition): wake at the fence too, so listeners
+            # hear of it at once rather than at the next renewal.
+            wait = min(wait, until - now + 0.001)
+        return max(0.01, wait)
+
+    def _run_timer(self):
+        while not self._timer_stop.wait(self._timer_wait()):
+            try:
+                if self._owns_identity and self.identity is not None:
+                    self._beat()
+                was_fenced = self.fenced()
+                if self._valid_until is not None:
+                    self.keepalive()
+                if self.fenced() and not was_fenced:
+                    self._notify_fenced()
+            except BaseException:
+                # NOTE(ironic-partition): keepalive() catches database
+                # errors; this only guards against bugs, so that the timer
+                # never dies silently.
+                LOG.exception('Unexpected error in the lease timer')
+
+    def _beat(self):
+        # NOTE(ironic-partition): no membership backend heartbeats this
+        # process's identity (claims with the nova or static backend);
+        # the lease timer does, so that a duplicate is refused for as long
+        # as this process runs.
+        if not self.identity.registered or self.identity.lost:
+            return
+        try:
+            self.identity.beat()
+        except exception.IdentityLost:
+            with self._lock:
+                self._held = frozenset()
+                self._valid_until = None
+        except DATABASE_ERRORS as exc:
+            LOG.debug('Identity heartbeat of %(host)s failed: %(err)s',
+                      {'host': self.host, 'err': exc})
+
+    def _notify_fenced(self):
+        for listener in list(self._fence_listeners):
+            try:
+                listener()
+            except Exception:
+                LOG.exception('A fence listener failed')
 
     # Queries.
 
@@ -398,9 +635,12 @@ class ClaimManager(object):
         released = frozenset()
         claimed = frozenset()
         error = None
+        inc = self.incarnation
         try:
             self._ensure_schema()
-            owned = self.db.owned_claims(self.role, self.host)
+            self._adopt()
+            owned = self.db.owned_claims(self.role, self.host,
+                                         incarnation=inc)
             with self._lock:
                 keep = self._last_reported
             to_release = frozenset(owned) - desired - keep
@@ -410,18 +650,22 @@ class ClaimManager(object):
                 # release fails half-way.
                 with self._lock:
                     self._held = self._held - to_release
-                self.db.release_claims(self.role, self.host, to_release)
+                self.db.release_claims(self.role, self.host, to_release,
+                                       incarnation=inc)
                 released = to_release
-            self.db.renew_claims(self.role, self.host, self.lease_time)
+            self.db.renew_claims(self.role, self.host, self.lease_time,
+                                 incarnation=inc)
             valid = frozenset(n for n, c in owned.items() if c.valid)
             to_claim = desired - valid
             if to_claim:
                 extra = {'shard': shard} if shard is not None else {}
                 self.db.acquire_claims(self.role, self.host, to_claim,
                                        self.lease_time, partition_key,
-                                       **extra)
-            held = self.db.held_claims(self.role, self.host)
-        except Exception as exc:
+                                       incarnation=inc, **extra)
+            held = self.db.held_claims(self.role, self.host,
+                                       incarnation=inc)
+        except DATABASE_ERRORS as exc:
+            self._identity_lost(exc)
             error = '%s: %s' % (type(exc).__name__, exc)
         else:
             claimed = frozenset(held) - valid
@@ -522,15 +766,25 @@ class ClaimManager(object):
         :returns: True when the claims were renewed.
         """
         start = self._clock()
+        inc = self.incarnation
         try:
             self._ensure_schema()
-            self.db.renew_claims(self.role, self.host, self.lease_time)
-            held = self.db.held_claims(self.role, self.host)
-        except Exception as exc:
+            self.db.renew_claims(self.role, self.host, self.lease_time,
+                                 incarnation=inc)
+            held = self.db.held_claims(self.role, self.host,
+                                       incarnation=inc)
+        except DATABASE_ERRORS as exc:
+            self._identity_lost(exc)
             with self._lock:
                 self._failures += 1
+                failures = self._failures
                 self._last_error = '%s: %s' % (type(exc).__name__, exc)
-            LOG.debug('Claim keep-alive failed: %s', exc)
+            if failures == 1 or failures % WARN_EVERY == 0:
+                LOG.warning('Renewing the claims of %(host)s in %(conn)s '
+                            'failed (%(n)d in a row): %(err)s',
+                            {'host': self.host,
+                             'conn': self.db.masked_connection,
+                             'n': failures, 'err': exc})
             return False
         with self._lock:
             # NOTE(ironic-partition): only claims held before may stay:
@@ -545,6 +799,14 @@ class ClaimManager(object):
             self._last_error = None
             self._last_ok = start
         return True
+
+    def _identity_lost(self, exc):
+        if (isinstance(exc, exception.IdentityLost)
+                and self.identity is not None):
+            self.identity.mark_lost(exc.kwargs.get('reason', str(exc)))
+            with self._lock:
+                self._held = frozenset()
+                self._valid_until = None
 
     def release_unreported(self):
         """Release now the claims the last round kept but did not report.
@@ -561,22 +823,30 @@ class ClaimManager(object):
                 # NOTE(ironic-partition): nothing held is pending release;
                 # claims owned but not held have expired already.
                 return 0
+        inc = self.incarnation
         try:
-            owned = self.db.owned_claims(self.role, self.host)
+            owned = self.db.owned_claims(self.role, self.host,
+                                         incarnation=inc)
             to_release = frozenset(owned) - keep
             if not to_release:
                 return 0
             with self._lock:
                 self._held = self._held - to_release
-            return self.db.release_claims(self.role, self.host, to_release)
-        except Exception as exc:
+            return self.db.release_claims(self.role, self.host, to_release,
+                                          incarnation=inc)
+        except DATABASE_ERRORS as exc:
             LOG.warning('Could not release the unreported claims of '
                         '%(host)s: %(err)s', {'host': self.host, 'err': exc})
             return 0
 
     def _release_all(self):
+        if self.identity is not None and self.identity.lost:
+            # NOTE(ironic-partition): the claims of this host belong to
+            # the incarnation that took it over, or expire.
+            return 0
         try:
-            released = self.db.release_claims(self.role, self.host)
+            released = self.db.release_claims(self.role, self.host,
+                                              incarnation=self.incarnation)
         except Exception as exc:
             LOG.warning('Could not release the claims of %(host)s in '
                         '%(conn)s; they expire after %(lease)s s: %(err)s',
@@ -600,6 +870,10 @@ class ClaimManager(object):
             expire after ``lease_time`` as a crashed service's would.
         :returns: the number of claims released.
         """
+        self._timer_stop.set()
+        timer, self._timer = self._timer, None
+        if timer is not None and timer is not threading.current_thread():
+            timer.join(self.renew_interval + 5)
         with self._lock:
             self._held = frozenset()
             self._epochs = types.MappingProxyType({})
@@ -613,6 +887,8 @@ class ClaimManager(object):
             LOG.info('Stopped reporting; keeping the claims of %(host)s for '
                      'a restart (they expire after %(lease)s s)',
                      {'host': self.host, 'lease': self.lease_time})
+        if self._owns_identity and self.identity is not None:
+            self.identity.release(leave=release)
         if self._owns_connection:
             try:
                 self.db.dispose()

@@ -177,6 +177,36 @@ class MembershipUnavailable(MembershipError):
     msg_fmt = _("No membership is known for role %(role)s: %(reason)s")
 
 
+class DuplicateService(MembershipError):
+    """Another live process already holds this host name and role."""
+
+    msg_fmt = _("Another process already runs as host %(host)r (role "
+                "%(role)s): it started at %(started_at)s and runs on "
+                "%(origin)s; its last heartbeat was %(age).1f s ago. Two "
+                "processes with one host name would report the same nodes. "
+                "Give this service its own host name ([ironic_partition] "
+                "host or [DEFAULT] host), stop the other process, or, if it "
+                "is hung and must be replaced, start this one with "
+                "--takeover (\"ironic-partition serve --takeover\") or run "
+                "\"ironic-partition takeover %(host)s\" first.")
+
+
+class NothingToTakeOver(MembershipError):
+    """A takeover was asked for a host no live process holds."""
+
+    msg_fmt = _("Cannot take over host %(host)r (role %(role)s): no live "
+                "process holds it (%(reason)s). Start the service without "
+                "a takeover.")
+
+
+class IdentityLost(MembershipError):
+    """This process no longer holds its host name: it was taken over."""
+
+    msg_fmt = _("This process (incarnation %(incarnation)s) no longer holds "
+                "host %(host)r (role %(role)s): %(reason)s. It reports no "
+                "node any more; stop it.")
+
+
 # Hash ring errors. Mapping to tooz.hashring.HashRing's: an unknown hash
 # function raises ValueError there (UnknownHashFunction is one), removing a
 # non-member raises UnknownNode (UnknownRingMember is a LookupError with

@@ -315,6 +315,31 @@ class IronicClient(object):
                    'http': self.last_http_seconds})
         return nodes
 
+    def nodes_for_instances(self, instance_ids, fields=NODE_FIELDS):
+        """Find the nodes of a few instances, whatever their group.
+
+        One targeted ``GET /v1/nodes?instance_uuid=...`` per instance: for
+        the handful of this service's instances that its group listing
+        did not show (their node moved to another conductor group or
+        shard), never an unfiltered listing of the fleet.
+
+        :param instance_ids: instance UUIDs.
+        :param fields: the API fields to ask for.
+        :returns: a list of :class:`Node`, one per instance that has a
+            node.
+        :raises IronicUnavailable: Ironic cannot be reached or failed.
+        :raises IronicRequestError: Ironic refused the query.
+        """
+        params = {}
+        if fields:
+            params['fields'] = ','.join(fields)
+        nodes = []
+        for instance in sorted(instance_ids):
+            params['instance_uuid'] = instance
+            body = self._get('/nodes', params, MIN_MICROVERSION)
+            nodes.extend(Node.from_api(n) for n in body.get('nodes') or ())
+        return nodes
+
     def _pages(self, path, key, params, microversion):
         """Yield every item of a paginated Ironic list, page by page.
 

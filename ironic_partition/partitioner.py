@@ -25,18 +25,30 @@ The nova driver mixin, the partition agent and the CLI all build a
    claim round: the instance-less nodes the ring gives this service are
    reported only while it holds a valid claim on them.
 
-Faults fail closed: when Ironic cannot be listed, or the membership has
-been unknown for longer than ``membership_stale_timeout``, the refresh
-raises :class:`~ironic_partition.exception.PartitionNotReady` and the last
-good result stays available for status reporting. It never returns an
-empty or partial partition in place of an error.
+Faults fail closed: when this service cannot prove what it owns, the
+refresh raises :class:`~ironic_partition.exception.PartitionNotReady`
+and the last good result stays in :attr:`Partitioner.last_result`. That is
+the case when Ironic cannot be listed, the membership cannot be read (or
+has been unknown for longer than ``membership_stale_timeout``), the claim
+round cannot reach the database, this process lost its host name to
+another incarnation, or the partition key names a conductor group that no
+conductor and no node has. It never returns an empty, shorter or partial
+partition in place of an error. Only database and Ironic errors become
+"not ready": a programming error is raised as it is.
 
-Claims fail closed differently: a claim round that cannot reach the
-database keeps reporting the claimed nodes until the lease runs out by
-the local clock, then reports none of them (fenced); the nodes whose
-instance this service owns are reported whatever happens. Use
-:meth:`Partitioner.reported_nodes` when acting on a result later than
-the refresh that produced it: it applies the fence at that instant.
+The claims themselves are renewed by a timer of their own
+(:meth:`~ironic_partition.claims.ClaimManager.start`), so a listing slower
+than the lease never lets them lapse. A service whose claims could not be
+renewed before the lease (minus the fencing margin) ran out by its local
+clock reports none of them (fenced); the nodes whose instance this service
+owns are reported whatever happens. Use :meth:`Partitioner.reported_nodes`
+when acting on a result later than the refresh that produced it: it
+applies the fence at that instant.
+
+Seed 000's rule holds across conductor group changes: a node that carries
+one of this service's instances stays in its list whatever its group,
+until the instance leaves. The few instances the group listing did not
+show are looked up one by one (never an unfiltered listing of the fleet).
 """
 
 import dataclasses
@@ -147,11 +159,16 @@ class Partitioner(object):
     :param claims: a :class:`~ironic_partition.claims.ClaimManager`;
         None (the default) builds one as ``[ironic_partition] claims``
         says, False turns claims off.
+    :param cadence: how the consumer refreshes, a
+        :data:`~ironic_partition.claims.Cadence`; the agent's
+        (``refresh_interval``, no hold) by default.
+    :param allow_local_database: False refuses a SQLite membership or
+        claims database while ``[ironic] peer_list`` names other hosts.
     :raises ConfigurationError: when the settings are invalid at start.
     """
 
     def __init__(self, conf, client, membership, clock=time.monotonic,
-                 claims=None):
+                 claims=None, cadence=None, allow_local_database=True):
         self.conf = conf
         self.client = client
         self.membership = membership
@@ -160,10 +177,20 @@ class Partitioner(object):
         self._settings = ip_conf.validate(conf)
         if claims is None:
             claims = claims_mod.from_conf(conf, membership,
-                                          self._settings.host, clock=clock)
+                                          self._settings.host, clock=clock,
+                                          cadence=cadence)
         #: The :class:`~ironic_partition.claims.ClaimManager`, or None
         #: when claims are off.
         self.claims = claims or None
+        #: This process's :class:`~ironic_partition.identity.Identity`,
+        #: or None when nothing shared keeps one (claims off and a
+        #: membership backend without a database).
+        self.identity = (getattr(membership, 'identity', None)
+                         or getattr(self.claims, 'identity', None))
+        store = getattr(self.identity, 'db', None)
+        if store is not None and store.dialect == 'sqlite':
+            claims_mod.check_shared_database(
+                conf, store, self._settings.host, allow_local_database)
         self._live = frozenset()
         group = conf.ironic_partition
         self.rings = compute.ComputeRingProvider(
@@ -179,6 +206,29 @@ class Partitioner(object):
     def settings(self):
         """The partition settings in force."""
         return self._settings
+
+    def start(self):
+        """Start the claims' lease timer; idempotent.
+
+        The claims take the host name too when no membership backend does.
+
+        Call it after the membership backend started.
+
+        :raises DuplicateService: another live process holds the host name.
+        :raises MembershipError: when the database is unusable.
+        :returns: None
+        """
+        if self.claims is not None:
+            self.claims.start()
+
+    def add_fence_listener(self, listener):
+        """Be told from the lease timer when the claims stop being valid.
+
+        :param listener: a callable without arguments.
+        :returns: None
+        """
+        if self.claims is not None:
+            self.claims.add_fence_listener(listener)
 
     def register_mutate_hook(self):
         """Re-read the partition settings when the config is mutated.
@@ -241,8 +291,13 @@ class Partitioner(object):
     def _read_membership(self, settings):
         peers = settings.peer_list if ip_conf.is_partitioned(settings) \
             else None
-        membership = self.membership.members(settings.partition_key, peers,
-                                             **_shard_kwargs(settings))
+        try:
+            membership = self.membership.members(settings.partition_key,
+                                                 peers,
+                                                 **_shard_kwargs(settings))
+        except claims_mod.DATABASE_ERRORS as e:
+            raise exception.PartitionNotReady(
+                reason='the membership cannot be read: %s' % e)
         if not membership.stale:
             self._stale_since = None
             return membership
@@ -263,48 +318,85 @@ class Partitioner(object):
                      'left': timeout - age})
         return membership
 
-    def _keepalive(self):
-        # NOTE(ironic-partition): a refresh that cannot list the nodes
-        # still renews the claims it holds, so an Ironic outage does not
-        # make every service drop its nodes once the lease runs out.
-        if self.claims is not None:
-            self.claims.keepalive()
+    def _check_identity(self):
+        if self.identity is not None and self.identity.lost:
+            raise exception.PartitionNotReady(
+                reason='this process lost host %s to another process: %s'
+                % (self.identity.host, self.identity.lost))
+
+    def _list(self, settings, my_instances):
+        """List the group, plus the nodes of our instances outside it.
+
+        :returns: ``(nodes, my_instances)``, the latter a frozenset read
+            after the listing.
+        """
+        try:
+            nodes = self.client.list_nodes(
+                conductor_group=settings.partition_key,
+                **_shard_kwargs(settings))
+            if not nodes and settings.partition_key is not None:
+                self._check_group_served(settings.partition_key)
+            # NOTE(ironic-partition): read after the listing, as nova
+            # does: an instance spawned during a long listing is kept.
+            mine = frozenset(my_instances)
+            seen = {n.instance_id for n in nodes
+                    if n.instance_id is not None}
+            missing = mine - seen
+            if missing and ip_conf.is_partitioned(settings):
+                listed = {n.id for n in nodes}
+                nodes = list(nodes) + [
+                    n for n in self.client.nodes_for_instances(missing)
+                    if n.id not in listed]
+        except (exception.IronicUnavailable,
+                exception.IronicRequestError) as e:
+            raise exception.PartitionNotReady(reason=e)
+        return nodes, mine
+
+    def _check_group_served(self, key):
+        """Refuse a partition key that no conductor and no node has."""
+        groups = {c['conductor_group'] for c in self.client.list_conductors()}
+        if key not in groups:
+            raise exception.PartitionNotReady(
+                reason='[ironic] partition_key %r names a conductor group '
+                       'that no Ironic conductor serves and no node is in '
+                       '(known groups: %s); check the spelling'
+                       % (key, ', '.join(repr(g) for g in sorted(groups))
+                          or 'none'))
 
     def refresh(self, my_instances=(), instance_hosts=None):
         """Compute the partition now.
 
-        :param my_instances: UUIDs of the instances this service owns.
+        :param my_instances: UUIDs of the instances this service owns; an
+            iterable read only after the Ironic listing.
         :param instance_hosts: optional mapping of instance UUID to the
             host owning it, to report stranded nodes.
         :returns: a :class:`RefreshResult`.
-        :raises PartitionNotReady: Ironic or the membership is unavailable;
-            the previous result is kept in :attr:`last_result`.
+        :raises PartitionNotReady: this service cannot prove what it owns
+            (Ironic, the membership or the claims database unavailable,
+            the host name lost, a partition key nothing serves); the
+            previous result is kept in :attr:`last_result`.
         """
         start = self._clock()
         with self._lock:
+            self._check_identity()
             settings = self._settings
-            try:
-                nodes = self.client.list_nodes(
-                    conductor_group=settings.partition_key,
-                    **_shard_kwargs(settings))
-            except (exception.IronicUnavailable,
-                    exception.IronicRequestError) as e:
-                self._keepalive()
-                raise exception.PartitionNotReady(reason=e)
-            try:
-                membership = self._read_membership(settings)
-            except exception.PartitionNotReady:
-                self._keepalive()
-                raise
+            nodes, mine = self._list(settings, my_instances)
+            membership = self._read_membership(settings)
             self._live = frozenset(membership.live)
             # NOTE(ironic-partition): only a balanced ring depends on the
             # key set; don't build it on every refresh for nothing.
             keys = ([n.id for n in nodes if n.instance_id is None]
                     if self.rings.mode == 'balanced' else None)
             ring = self.rings.get_ring(settings.partition_key, keys=keys)
-            ring_ownership = rules.partition(nodes, ring, settings.host,
-                                             my_instances, instance_hosts)
+            ring_ownership = rules.partition(
+                nodes, ring, settings.host, mine, instance_hosts,
+                alive_hosts=membership.alive_anywhere or None)
             ownership, outcome = self._claim(ring_ownership, settings)
+            if outcome is not None and not outcome.ok:
+                self._check_identity()
+                raise exception.PartitionNotReady(
+                    reason='cannot prove which nodes this service holds: '
+                           'the claim round failed (%s)' % outcome.error)
             managed = frozenset(ownership.managed)
             by_id = {n.id: n for n in nodes if n.id in managed}
             previous = (frozenset(self.last_result.nodes)
@@ -385,6 +477,10 @@ class Partitioner(object):
         """
         result = self.last_result
         if result is None:
+            return {}
+        if self.identity is not None and self.identity.lost:
+            # NOTE(ironic-partition): another process holds this host
+            # name and reports its nodes, instance nodes included.
             return {}
         if self.claims is None:
             return dict(result.nodes)

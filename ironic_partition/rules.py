@@ -39,8 +39,10 @@ import collections
 #: ``foreign``
 #:     Nodes with an instance this service does not own (rule 3).
 #: ``stranded``
-#:     The part of ``foreign`` whose instance's owner is known and is not a
-#:     live ring member: nobody manages them until that service returns.
+#:     The part of ``foreign`` whose instance's owner is known and is not
+#:     alive (in any partition): nobody manages them until that service
+#:     returns. A node whose owner is alive elsewhere (its conductor group
+#:     changed while it carried the instance) is managed by that owner.
 Ownership = collections.namedtuple(
     'Ownership',
     ['managed', 'by_instance', 'by_ring', 'foreign', 'stranded'])
@@ -68,7 +70,8 @@ def ring_owners(ring, node_ids):
     return result
 
 
-def partition(nodes, ring, host, my_instances, instance_hosts=None):
+def partition(nodes, ring, host, my_instances, instance_hosts=None,
+              alive_hosts=None):
     """Decide which of ``nodes`` this service manages.
 
     :param nodes: node records with ``id`` (or ``uuid``) and
@@ -79,6 +82,8 @@ def partition(nodes, ring, host, my_instances, instance_hosts=None):
     :param my_instances: UUIDs of the instances this service owns.
     :param instance_hosts: optional mapping of instance UUID to the host
         that owns it, to tell stranded nodes from merely foreign ones.
+    :param alive_hosts: lower-case names of every live service of the
+        role, in any partition; by default the ring's members.
     :returns: an :data:`Ownership`.
     """
     host = host.lower()
@@ -95,7 +100,8 @@ def partition(nodes, ring, host, my_instances, instance_hosts=None):
             foreign.append((uuid, instance))
     owners = ring_owners(ring, free)
     by_ring = [uuid for uuid in free if owners[uuid] == host]
-    members = frozenset(getattr(ring, 'nodes', ()))
+    members = (frozenset(alive_hosts) if alive_hosts is not None
+               else frozenset(getattr(ring, 'nodes', ())))
     stranded = []
     if instance_hosts:
         for uuid, instance in foreign:

@@ -6,7 +6,9 @@
 # OpenStack's tools/test-setup.sh convention:
 #
 # * PostgreSQL on 127.0.0.1:5432, user postgres without a password;
-# * MariaDB on 127.0.0.1:3306, user root without a password.
+# * MariaDB on 127.0.0.1:3306, user root without a password;
+# * RabbitMQ on 127.0.0.1:5672, user guest/guest, with rabbitmqctl (the
+#   nova lane creates and deletes a virtual host per run).
 #
 # Where a server already answers, nothing is changed. Where it does not, it
 # is installed from Debian packages (root needed) and started, so that the
@@ -78,6 +80,20 @@ if ! port_open 3306; then
         FLUSH PRIVILEGES;"
 fi
 
+if ! port_open 5672; then
+    need_root RabbitMQ
+    command -v rabbitmq-server >/dev/null || apt_install rabbitmq-server
+    # NOTE(ironic-partition): no systemd in containers; the server
+    # daemonizes itself with -detached.
+    rabbitmq-server -detached || true
+    wait_port 5672
+fi
+if ! command -v rabbitmqctl >/dev/null; then
+    echo "RabbitMQ answers on 5672 but rabbitmqctl is missing: the nova" \
+        "lane needs it to create its virtual hosts" >&2
+    exit 1
+fi
+
 # libfaketime, for the fault tests' agents whose wall clock is off
 # (ironic_partition/tests/functional/agents.py looks for it here).
 if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
@@ -85,4 +101,5 @@ if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
     apt_install faketime
 fi
 
-echo "PostgreSQL 127.0.0.1:5432 and MariaDB 127.0.0.1:3306 are up; libfaketime is installed."
+echo "PostgreSQL 127.0.0.1:5432, MariaDB 127.0.0.1:3306 and RabbitMQ" \
+    "127.0.0.1:5672 are up; libfaketime is installed."

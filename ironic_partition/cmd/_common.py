@@ -61,6 +61,9 @@ EXIT_IRONIC = 4
 EXIT_DATABASE = 5
 #: The partition could not be computed for another reason.
 EXIT_NOT_READY = 6
+#: Another live process holds this host name (``serve``), or a takeover
+#: found none (``serve --takeover``, ``takeover``).
+EXIT_DUPLICATE = 8
 #: A bug: an unexpected error (rerun with ``--debug`` for the traceback).
 EXIT_INTERNAL = 70
 #: Interrupted (SIGINT, Ctrl-C).
@@ -77,6 +80,8 @@ EXIT_CODES = (
     (EXIT_DATABASE, _('membership database unreachable, unreadable or '
                       'not migrated')),
     (EXIT_NOT_READY, _('the partition could not be computed')),
+    (EXIT_DUPLICATE, _('another live process holds this host name, or a '
+                       'takeover found none')),
     (EXIT_INTERNAL, _('unexpected internal error (rerun with --debug)')),
     (EXIT_INTERRUPTED, _('interrupted')),
 )
@@ -136,6 +141,9 @@ def exit_code_for(exc):
     if isinstance(cause, (exception.IronicUnavailable,
                           exception.IronicRequestError)):
         return EXIT_IRONIC
+    if isinstance(cause, (exception.DuplicateService,
+                          exception.NothingToTakeOver)):
+        return EXIT_DUPLICATE
     if isinstance(cause, exception.MembershipError):
         return EXIT_DATABASE
     if isinstance(cause, exception.IronicPartitionException):

@@ -405,6 +405,22 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
         })
         return doc
 
+    def on_fenced(self):
+        """The lease timer saw the claims run out: say so at once.
+
+        Rewrites the report without the fenced nodes and not ready, rather
+        than leaving the last one until the next refresh.
+
+        :returns: None
+        """
+        with self._lock:
+            if self._stopped:
+                return
+            self._last_error = _('fenced: the claims could not be renewed '
+                                 'before their lease ran out')
+            self._write_report('running', ready=False,
+                               reason=self._last_error)
+
     def _write_report(self, state, ready, reason):
         """Replace the report file.
 
@@ -497,7 +513,9 @@ def _serve(conf, args):
         _common.load_instance_hosts(args.instance_hosts)
     agent = PartitionAgent(conf, role=args.role, report_file=report_file,
                            instance_hosts_file=args.instance_hosts)
-    agent.partition_setup(conf, version=__version__)
+    agent.partition_setup(conf, version=__version__,
+                          takeover=args.takeover)
+    agent.partitioner.add_fence_listener(agent.on_fenced)
     if report_file is not None:
         try:
             write_report(report_file, agent.report(
@@ -551,4 +569,11 @@ def add_parsers(subparsers):
         help=_('Write a JSON snapshot of the partition to PATH after every '
                'refresh, atomically (see the CLI reference for its '
                'format).'))
+    parser.add_argument(
+        '--takeover', action='store_true',
+        help=_('If another live process holds this host name, replace it '
+               'instead of refusing to start: the old process can no '
+               'longer heartbeat, renew or take a claim, and its nodes '
+               'are taken over once their lease runs out. Fails when no '
+               'live process holds the name.'))
     parser.set_defaults(func=run)

@@ -61,8 +61,8 @@ LOG = logging.getLogger(__name__)
 #: ``warning``.
 Finding = collections.namedtuple('Finding', ['check', 'severity', 'message'])
 
-CHECKS = ('config', 'database', 'ironic', 'group', 'case', 'peers',
-          'shards')
+CHECKS = ('config', 'database', 'duplicates', 'ironic', 'group', 'case',
+          'peers', 'shards')
 
 
 class _Report(object):
@@ -156,6 +156,9 @@ def _check_database(conf, settings, role, report):
         return None
     try:
         membership = _common.read_members(backend, settings)
+        db = getattr(getattr(backend, 'identity', None), 'db', None)
+        if db is not None:
+            _check_duplicates(db, role, report)
     except exception.IronicPartitionException as e:
         report.problem('database', e)
         return None
@@ -163,6 +166,35 @@ def _check_database(conf, settings, role, report):
         _common.close_membership(backend)
     report.ok('database')
     return membership
+
+
+def _check_duplicates(db, role, report):
+    """Report claims held by an incarnation that lost its host name.
+
+    Such claims belong to a process that another one with the same host
+    name replaced (a takeover), or that runs as a duplicate: they are
+    never renewed and expire within the lease.
+    """
+    holders = {s.host: s.incarnation
+               for s in db.services(role, 0).services}
+    stray = {}
+    for claim in db.read_claims(role).claims:
+        if (claim.valid and claim.incarnation is not None
+                and claim.owner is not None
+                and holders.get(claim.owner) != claim.incarnation):
+            stray.setdefault((claim.owner, claim.incarnation), 0)
+            stray[(claim.owner, claim.incarnation)] += 1
+    for (host, incarnation), count in sorted(stray.items()):
+        report.problem('duplicates', _(
+            'host %(host)s: %(n)d valid claims are held by incarnation '
+            '%(inc)s, which no longer holds the host name (now %(now)s): '
+            'a duplicate process with the same host name, or a takeover in '
+            'progress; they are never renewed and expire within '
+            '[ironic_partition] lease_time') % {
+                'host': host, 'n': count, 'inc': incarnation,
+                'now': holders.get(host) or _('nobody')})
+    if not stray:
+        report.ok('duplicates')
 
 
 def _check_ironic(conf, report):

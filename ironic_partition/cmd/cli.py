@@ -37,7 +37,10 @@ example ``--config-file /etc/nova/nova.conf``). Commands:
     reserve a node of this host's partition through an Ironic allocation,
     and release it (:mod:`ironic_partition.cmd.reserve`);
 ``serve``
-    run the standalone partition agent.
+    run the standalone partition agent;
+``takeover``
+    fence the live process holding a host name, so that a new one can
+    start as that host (:mod:`ironic_partition.cmd.takeover`).
 
 Each command module offers ``add_parsers(subparsers)``, and each parser
 sets ``func``, a callable taking the parsed ``ConfigOpts`` and returning
@@ -61,6 +64,7 @@ from ironic_partition.cmd import reserve
 from ironic_partition.cmd import ring
 from ironic_partition.cmd import simulate
 from ironic_partition.cmd import status
+from ironic_partition.cmd import takeover
 from ironic_partition import conf as ip_conf
 
 LOG = logging.getLogger(__name__)
@@ -68,7 +72,7 @@ LOG = logging.getLogger(__name__)
 PROG = 'ironic-partition'
 
 #: The modules whose ``add_parsers`` build the subcommands, in help order.
-COMMAND_MODULES = (status, ring, simulate, check, reserve, agent)
+COMMAND_MODULES = (status, ring, simulate, check, reserve, agent, takeover)
 
 # NOTE(ironic-partition): only the agent writes where the configuration
 # says; every other command logs warnings to stderr only, so that a CLI

@@ -68,13 +68,36 @@ def gather(conf, role, instance_hosts=None, progress=None):
                 instance_hosts=instance_hosts)
         backend_status = membership.status()
         claims = read_claims(conf, membership, role, settings)
+        services = read_services(membership, role)
     finally:
         _common.close_membership(membership)
     stranded = _stranded(client, part, result, instance_hosts or {})
     return {'settings': settings, 'conductors': conductors,
             'result': result, 'ring_mode': part.rings.mode,
             'stranded': stranded, 'instance_hosts': instance_hosts or {},
-            'backend': backend_status, 'role': role, 'claims': claims}
+            'backend': backend_status, 'role': role, 'claims': claims,
+            'services': services}
+
+
+def read_services(membership, role):
+    """The process holding each host name of the role, when known.
+
+    :param membership: the open membership backend.
+    :param role: the service role.
+    :returns: a list of dicts with ``host``, ``alive``, ``incarnation``
+        (None once the process gave the name up), ``started_at``,
+        ``origin`` and ``partition_key``; empty without a database.
+    """
+    db = getattr(getattr(membership, 'identity', None), 'db', None)
+    if db is None:
+        return []
+    down_time = membership.conf.ironic_partition.service_down_time
+    return [{'host': s.host, 'alive': s.alive,
+             'incarnation': s.incarnation,
+             'started_at': (s.started_at.isoformat()
+                            if s.started_at is not None else None),
+             'origin': s.origin, 'partition_key': s.partition_key}
+            for s in db.services(role, down_time).services]
 
 
 def read_claims(conf, membership, role, settings):
@@ -195,6 +218,7 @@ def to_dict(data):
                       if membership.as_of is not None else None),
         },
         'ring_members': list(result.members),
+        'services': data.get('services', []),
         'ring_mode': data['ring_mode'],
         'conductors': group,
         'listed': result.listed,
@@ -273,6 +297,7 @@ def render(doc, long_listing=False):
     lines = _common.format_fields(fields)
     lines.append('')
     rows = []
+    services = {s['host']: s for s in doc.get('services') or ()}
     names = set(peers['live']) | set(peers['dead']) | set(
         peers['never_seen']) | set(doc['peer_list'])
     for name in sorted(names):
@@ -284,11 +309,19 @@ def render(doc, long_listing=False):
             state = _('never seen')
         if name == doc['host']:
             state += _(' (this host)')
-        rows.append((name, state))
+        holder = services.get(name)
+        process = '-'
+        if holder is not None:
+            process = (_('%(origin)s since %(started)s') % {
+                'origin': holder['origin'] or '?',
+                'started': holder['started_at'] or '?'}
+                if holder['incarnation'] else _('(name given up)'))
+        rows.append((name, state, process))
     lines.append(_('Peers%s') % (_(' (STALE: membership source '
                                    'unreachable)') if peers['stale']
                                  else ''))
-    lines += _common.format_table((_('HOST'), _('STATE')), rows, '  ')
+    lines += _common.format_table((_('HOST'), _('STATE'), _('PROCESS')),
+                                  rows, '  ')
     lines.append('')
     lines.append(_('Nodes'))
     lines += _common.format_fields([

@@ -261,13 +261,16 @@ def validate(conf):
 
 
 def _config_sources(conf):
-    try:
-        return (list(conf.config_file or ()), list(conf.config_dir or ()))
-    except cfg.NoSuchOptError:
-        return [], []
+    files, dirs = [], []
+    for name, out in (('config_file', files), ('config_dir', dirs)):
+        try:
+            out.extend(conf[name] or ())
+        except cfg.NoSuchOptError:
+            pass
+    return files, dirs
 
 
-def reread_immutable_options(conf):
+def reread_immutable_options(conf, apply=True):
     """Re-read the immutable partition options from the config files.
 
     oslo.config's ``mutate_config_files`` (SIGHUP) only changes options
@@ -287,14 +290,18 @@ def reread_immutable_options(conf):
     config files.
 
     :param conf: the service's ``ConfigOpts``.
+    :param apply: False only reads and checks the files (at start: nova
+        silently uses one of ``partition_key`` and ``conductor_group``
+        when both are set); nothing is overridden.
     :returns: a dict of the option names whose value changed to their new
-        value (empty when nothing changed or nothing was re-read).
+        value (empty when nothing changed, nothing was re-read, or the
+        configuration has no files).
     :raises ConfigurationError: when the files cannot be parsed, or hold
         an invalid value; ``conf`` is left unchanged then.
     """
     nova = nova_owns_ironic_opts(conf)
     files, dirs = _config_sources(conf)
-    if not nova and not (files or dirs):
+    if not files and not dirs:
         return {}
     fresh = cfg.ConfigOpts()
     fresh.register_opts(ironic.opts, group=ironic.GROUP)
@@ -317,6 +324,8 @@ def reread_immutable_options(conf):
                     ['partition_key', 'peer_list', 'shard'] if nova
                     else ['shard']),
                 ', '.join(files + dirs), e))
+    if not apply:
+        return {}
     changed = {}
     for name, value in values.items():
         if name not in conf[ironic.GROUP]:

@@ -64,6 +64,7 @@ from sqlalchemy.engine import url as sa_url
 
 from ironic_partition.db import migration
 from ironic_partition.db import models
+from ironic_partition import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -78,10 +79,20 @@ _retry = oslo_db_api.wrap_db_retry(max_retries=MAX_RETRIES,
                                    retry_on_deadlock=True)
 
 #: One row of the services table, with liveness evaluated on the server.
+#: ``incarnation`` is None once the process gave the host name up;
+#: ``started_at`` (server clock), ``origin`` and ``shard`` may be None.
 ServiceRecord = collections.namedtuple(
     'ServiceRecord',
     ['host', 'role', 'partition_key', 'version', 'created_at', 'last_seen',
-     'down', 'alive', 'shard'], defaults=(None,))
+     'down', 'alive', 'incarnation', 'started_at', 'origin', 'shard'],
+    defaults=(None, None, None, None))
+
+#: What :meth:`Connection.register_service` did: ``adoptable`` is the
+#: previous incarnation whose claims the new one may adopt (provably
+#: gone), or None; ``replaced`` is the live holder's :data:`ServiceRecord`
+#: a takeover replaced, or None.
+Registration = collections.namedtuple('Registration',
+                                      ['adoptable', 'replaced'])
 
 #: The services of one role and the server's clock when they were read.
 Snapshot = collections.namedtuple('Snapshot', ['as_of', 'services'])
@@ -91,7 +102,8 @@ Snapshot = collections.namedtuple('Snapshot', ['as_of', 'services'])
 ClaimRecord = collections.namedtuple(
     'ClaimRecord',
     ['node_id', 'owner', 'epoch', 'partition_key', 'claimed_at',
-     'expires_at', 'updated_at', 'valid', 'shard'], defaults=(None,))
+     'expires_at', 'updated_at', 'valid', 'incarnation', 'shard'],
+    defaults=(None, None))
 
 #: Claims read at once and the server's clock when they were read.
 ClaimSnapshot = collections.namedtuple('ClaimSnapshot', ['as_of', 'claims'])
@@ -308,11 +320,9 @@ class Connection:
             return result.rowcount
 
     @_retry
-    def _heartbeat(self, host, role, partition_key, version, shard=None):
+    def _heartbeat(self, host, role, partition_key, version):
         values = {'partition_key': partition_key, 'version': version,
-                  'down': False, 'last_seen': models.utcnow(),
-                  # NOTE(ironic-partition): shard (issue 15).
-                  'shard': shard}
+                  'down': False, 'last_seen': models.utcnow()}
         if self._update(host, role, values):
             return False
         table = models.Service.__table__
@@ -333,8 +343,7 @@ class Connection:
                 db_exc.DBError('Service row %s/%s vanished during the '
                                'heartbeat' % (host, role)))
 
-    def heartbeat(self, host, role, partition_key=None, version=None,
-                  shard=None):
+    def heartbeat(self, host, role, partition_key=None, version=None):
         """Record that a service is alive, by the server's clock.
 
         :param host: the service's host name (stored lower-cased).
@@ -342,18 +351,188 @@ class Connection:
         :param partition_key: the service's partition key; None (unset) and
             ``''`` (the default group) are stored as different values.
         :param version: the service's version string, or None.
-        :param shard: the service's Ironic shard (stored lower-cased), or
-            None.
         :returns: True when the row was created, False when it existed.
         """
         if partition_key is not None:
             partition_key = partition_key.lower()
-        if shard is not None:
-            shard = shard.lower()
-        created = self._heartbeat(host, role, partition_key, version,
-                                  shard=shard)
+        created = self._heartbeat(host, role, partition_key, version)
         self.stats['heartbeats'] += 1
         return created
+
+    def _holder_query(self, host, role):
+        table = models.Service.__table__
+        alive = sa.and_(
+            table.c.last_seen >= models.utc_ago(
+                sa.bindparam('down_time', type_=sa.Integer)),
+            table.c.down == sa.false())
+        return sa.select(
+            table.c.incarnation, table.c.started_at, table.c.origin,
+            table.c.liveness_token, table.c.last_seen, table.c.down,
+            sa.case((alive, sa.literal(1)), else_=sa.literal(0)),
+            models.utcnow(), table.c.partition_key, table.c.version,
+            table.c.created_at, table.c.shard,
+        ).where(self._key(host, role))
+
+    @_retry
+    def register_service(self, host, role, incarnation, origin,
+                         liveness_token, partition_key=None, shard=None,
+                         version=None, service_down_time=60, takeover=False,
+                         gone=None):
+        """Make an incarnation the one holder of a host name.
+
+        In one transaction, with the row locked: when another incarnation
+        holds the name and is alive (not marked down, a heartbeat within
+        ``service_down_time`` by the server's clock, and not ``gone``),
+        refuse, or with ``takeover`` replace it; otherwise take the name.
+        A refused registration writes nothing.
+
+        :param host: the host name (stored lower-cased).
+        :param role: the service role.
+        :param incarnation: the new process's incarnation UUID.
+        :param origin: where it runs, for people.
+        :param liveness_token: what tells on its machine whether it runs.
+        :param partition_key: recorded in the row.
+        :param shard: recorded in the row.
+        :param version: recorded in the row.
+        :param service_down_time: seconds of silence after which a holder
+            is dead.
+        :param takeover: replace a live holder.
+        :param gone: a callable telling from a liveness token whether that
+            process is certainly gone (:func:`ironic_partition.identity.
+            provably_gone`); None means never.
+        :raises DuplicateService: a live holder exists and no takeover.
+        :raises NothingToTakeOver: a takeover and no live holder.
+        :returns: a :data:`Registration`.
+        """
+        host = host.lower()
+        if partition_key is not None:
+            partition_key = partition_key.lower()
+        table = models.Service.__table__
+        values = {'partition_key': partition_key, 'shard': shard,
+                  'version': version, 'down': False,
+                  'last_seen': models.utcnow(), 'incarnation': incarnation,
+                  'started_at': models.utcnow(), 'origin': origin,
+                  'liveness_token': liveness_token}
+        with self._write() as conn:
+            row = conn.execute(
+                self._holder_query(host, role).with_for_update(),
+                {'down_time': int(service_down_time)}).first()
+            adoptable = replaced = None
+            holder = row is not None and row[0] is not None
+            alive = holder and bool(row[6]) and not (
+                gone is not None and gone(row[3]))
+            if alive and row[0] != incarnation:
+                record = ServiceRecord(
+                    host=host, role=role, partition_key=row[8],
+                    version=row[9], created_at=_utc(row[10]),
+                    last_seen=_utc(row[4]), down=bool(row[5]), alive=True,
+                    incarnation=row[0], started_at=_utc(row[1]),
+                    origin=row[2], shard=row[11])
+                if not takeover:
+                    age = (_utc(row[7]) - _utc(row[4])).total_seconds()
+                    raise exception.DuplicateService(
+                        host=host, role=role,
+                        started_at=(record.started_at.isoformat()
+                                    if record.started_at else '?'),
+                        origin=row[2] or '?', age=age)
+                replaced = record
+            elif takeover:
+                raise exception.NothingToTakeOver(
+                    host=host, role=role,
+                    reason=('no service row' if row is None else
+                            'its last holder gave it up' if not holder else
+                            'its last holder is dead'))
+            elif holder and row[0] != incarnation and gone is not None \
+                    and gone(row[3]):
+                adoptable = row[0]
+            if row is None:
+                conn.execute(sa.insert(table).values(
+                    host=host, role=role, created_at=models.utcnow(),
+                    **values))
+            else:
+                conn.execute(sa.update(table).where(
+                    self._key(host, role)).values(**values))
+        self.stats['registrations'] += 1
+        return Registration(adoptable=adoptable, replaced=replaced)
+
+    @_retry
+    def beat(self, host, role, incarnation, partition_key=None,
+             version=None, shard=None):
+        """Heartbeat for an incarnation, only while it holds the host name.
+
+        :param host: the host name.
+        :param role: the service role.
+        :param incarnation: the incarnation heartbeating.
+        :param partition_key: recorded in the row.
+        :param version: recorded in the row.
+        :param shard: recorded in the row.
+        :returns: True when recorded; False when the row names another
+            incarnation (or none): this one lost the host name.
+        """
+        if partition_key is not None:
+            partition_key = partition_key.lower()
+        table = models.Service.__table__
+        with self._write() as conn:
+            matched = conn.execute(
+                sa.update(table).where(
+                    self._key(host, role),
+                    table.c.incarnation == incarnation,
+                ).values(partition_key=partition_key, version=version,
+                         shard=shard, down=False,
+                         last_seen=models.utcnow())).rowcount
+        self.stats['heartbeats'] += 1
+        return bool(matched)
+
+    def describe_holder(self, host, role):
+        """Say who holds a host name now, for error messages.
+
+        :param host: the host name.
+        :param role: the service role.
+        :returns: a one-line description.
+        """
+        try:
+            with self.engine.connect() as conn:
+                row = conn.execute(self._holder_query(host, role),
+                                   {'down_time': 0}).first()
+        except Exception as exc:
+            return 'the holder cannot be read: %s' % exc
+        if row is None:
+            return 'its service row was deleted'
+        if row[0] is None:
+            return 'the host name was given up'
+        return 'incarnation %s on %s, started at %s, holds it now' % (
+            row[0], row[2] or '?', row[1])
+
+    @_retry
+    def release_service(self, host, role, incarnation, down=True):
+        """Give a host name up (graceful stop) for an incarnation.
+
+        The row keeps its last heartbeat. Claims of that incarnation are
+        detached (their incarnation becomes NULL), so that the next
+        incarnation of the host adopts them, with the same epochs.
+
+        :param host: the host name.
+        :param role: the service role.
+        :param incarnation: the incarnation giving the name up.
+        :param down: also mark the service down at once (peers rebalance
+            at their next refresh); False keeps it alive until
+            ``service_down_time``.
+        :returns: True when this incarnation held the name.
+        """
+        services = models.Service.__table__
+        claims = models.Claim.__table__
+        with self._write() as conn:
+            held = conn.execute(
+                sa.update(services).where(
+                    self._key(host, role),
+                    services.c.incarnation == incarnation,
+                ).values(incarnation=None, down=bool(down))).rowcount
+            conn.execute(
+                sa.update(claims).where(
+                    claims.c.role == role, claims.c.owner == host.lower(),
+                    claims.c.incarnation == incarnation,
+                ).values(incarnation=None))
+        return bool(held)
 
     @_retry
     def mark_down(self, host, role):
@@ -400,6 +579,7 @@ class Connection:
             table.c.version, table.c.created_at, table.c.last_seen,
             table.c.down,
             sa.case((alive, sa.literal(1)), else_=sa.literal(0)),
+            table.c.incarnation, table.c.started_at, table.c.origin,
             table.c.shard, models.utcnow(),
         ).where(table.c.role == role).order_by(table.c.host)
         with self.engine.connect() as conn:
@@ -412,7 +592,9 @@ class Connection:
             ServiceRecord(host=row[0], role=row[1], partition_key=row[2],
                           version=row[3], created_at=_utc(row[4]),
                           last_seen=_utc(row[5]), down=bool(row[6]),
-                          alive=bool(row[7]), shard=row[8])
+                          alive=bool(row[7]), incarnation=row[8],
+                          started_at=_utc(row[9]), origin=row[10],
+                          shard=row[11])
             for row in rows)
         return Snapshot(as_of=_utc(now), services=services)
 
@@ -430,6 +612,63 @@ class Connection:
     def _claim_free(table):
         return sa.or_(table.c.owner.is_(None),
                       table.c.expires_at <= models.utcnow())
+
+    def _holds_name(self, role, host, incarnation):
+        """SQL: the services row of host and role names this incarnation."""
+        services = models.Service.__table__
+        return sa.exists().where(
+            services.c.host == host.lower(), services.c.role == role,
+            services.c.incarnation == incarnation)
+
+    def _check_holder(self, conn, role, host, incarnation):
+        """Raise IdentityLost unless the incarnation holds the host name."""
+        services = models.Service.__table__
+        holder = conn.execute(sa.select(services.c.incarnation).where(
+            self._key(host, role))).first()
+        self._count()
+        if holder is None or holder[0] != incarnation:
+            raise exception.IdentityLost(
+                incarnation=incarnation, host=host.lower(), role=role,
+                reason=('its service row was deleted' if holder is None
+                        else 'the host name was given up'
+                        if holder[0] is None else
+                        'incarnation %s holds the host name now'
+                        % holder[0]))
+
+    @staticmethod
+    def _mine(table, role, host, incarnation):
+        where = [table.c.role == role, table.c.owner == host.lower()]
+        if incarnation is not None:
+            where.append(table.c.incarnation == incarnation)
+        return where
+
+    @_retry
+    def adopt_claims(self, role, host, incarnation, previous=None):
+        """Adopt the claims a host's previous incarnation left.
+
+        Detached claims (incarnation NULL: the previous process stopped
+        gracefully and kept them) are adopted, and those of ``previous``
+        when it is given (it is provably gone). Epochs and leases do not
+        change. Only while ``incarnation`` holds the host name.
+
+        :param role: the service role.
+        :param host: the owner's host name.
+        :param incarnation: the adopting incarnation.
+        :param previous: the gone incarnation whose claims to adopt too.
+        :returns: the number of claims adopted.
+        """
+        table = models.Claim.__table__
+        which = table.c.incarnation.is_(None)
+        if previous is not None:
+            which = sa.or_(which, table.c.incarnation == previous)
+        with self._write() as conn:
+            count = conn.execute(
+                sa.update(table).where(
+                    table.c.role == role, table.c.owner == host.lower(),
+                    which, self._holds_name(role, host, incarnation),
+                ).values(incarnation=incarnation)).rowcount
+        self._count()
+        return count
 
     def _insert_placeholders(self, conn, table, role, node_ids):
         """Insert free rows (no owner, epoch 0) for nodes that have none.
@@ -487,11 +726,13 @@ class Connection:
         raise NotImplementedError('Claims are not supported on %s' % name)
 
     @_retry
-    def owned_claims(self, role, host):
+    def owned_claims(self, role, host, incarnation=None):
         """Read every claim row owned by a host, valid or expired.
 
         :param role: the service role.
         :param host: the owner's host name.
+        :param incarnation: only the claims of this incarnation of the
+            host; None for all of them.
         :returns: a dict of node UUID to :data:`OwnedClaim`.
         """
         table = models.Claim.__table__
@@ -499,7 +740,7 @@ class Connection:
             table.c.node_id, table.c.epoch,
             sa.case((self._claim_valid(table), sa.literal(1)),
                     else_=sa.literal(0)),
-        ).where(table.c.role == role, table.c.owner == host.lower())
+        ).where(*self._mine(table, role, host, incarnation))
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
         self._count()
@@ -507,16 +748,18 @@ class Connection:
                 for row in rows}
 
     @_retry
-    def held_claims(self, role, host):
+    def held_claims(self, role, host, incarnation=None):
         """Read the valid claims of a host, by the server's clock.
 
         :param role: the service role.
         :param host: the owner's host name.
+        :param incarnation: only the claims of this incarnation; None for
+            all of the host's.
         :returns: a dict of node UUID to epoch.
         """
         table = models.Claim.__table__
         query = sa.select(table.c.node_id, table.c.epoch).where(
-            table.c.role == role, table.c.owner == host.lower(),
+            *self._mine(table, role, host, incarnation),
             table.c.expires_at > models.utcnow())
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
@@ -524,7 +767,7 @@ class Connection:
         return {row[0]: int(row[1]) for row in rows}
 
     @_retry
-    def renew_claims(self, role, host, lease_seconds):
+    def renew_claims(self, role, host, lease_seconds, incarnation=None):
         """Extend every valid claim of a host by a lease, in one statement.
 
         Only claims that have not expired by the server's clock are
@@ -535,14 +778,24 @@ class Connection:
         :param role: the service role.
         :param host: the owner's host name.
         :param lease_seconds: the new lease, from the server's now.
+        :param incarnation: renew only this incarnation's claims, and only
+            while it holds the host name; None renews every claim of the
+            host unconditionally.
+        :raises IdentityLost: the incarnation no longer holds the host
+            name (nothing is renewed).
         :returns: the number of claims renewed.
         """
         table = models.Claim.__table__
+        where = self._mine(table, role, host, incarnation)
         with self._write() as conn:
+            if incarnation is not None:
+                self._check_holder(conn, role, host, incarnation)
+                # NOTE(ironic-partition): checked again in the UPDATE
+                # itself, which sees a takeover committed since.
+                where.append(self._holds_name(role, host, incarnation))
             result = conn.execute(
                 sa.update(table).where(
-                    table.c.role == role, table.c.owner == host.lower(),
-                    table.c.expires_at > models.utcnow(),
+                    *where, table.c.expires_at > models.utcnow(),
                 ).values(
                     expires_at=models.utc_after(
                         sa.literal(_microseconds(lease_seconds),
@@ -553,19 +806,21 @@ class Connection:
         return count
 
     @_retry
-    def release_claims(self, role, host, node_ids=None):
+    def release_claims(self, role, host, node_ids=None, incarnation=None):
         """Give up claims of a host; the rows stay, with their epoch.
 
         :param role: the service role.
         :param host: the owner's host name.
         :param node_ids: the node UUIDs to release; None releases all.
+        :param incarnation: release only this incarnation's claims; None
+            releases the host's whatever their incarnation.
         :returns: the number of claims released.
         """
         table = models.Claim.__table__
-        values = {'owner': None, 'claimed_at': None,
+        values = {'owner': None, 'claimed_at': None, 'incarnation': None,
                   'expires_at': models.utcnow(),
                   'updated_at': models.utcnow()}
-        where = [table.c.role == role, table.c.owner == host.lower()]
+        where = self._mine(table, role, host, incarnation)
         if node_ids is None:
             chunks = [None]
         else:
@@ -583,7 +838,7 @@ class Connection:
         return count
 
     def acquire_claims(self, role, host, node_ids, lease_seconds,
-                       partition_key=None, shard=None):
+                       partition_key=None, incarnation=None, shard=None):
         """Take the claims on nodes that are unclaimed or expired.
 
         Per chunk of nodes: one ``SELECT`` of the current rows, one
@@ -600,20 +855,24 @@ class Connection:
         :param node_ids: node UUIDs to claim.
         :param lease_seconds: the lease, from the server's now.
         :param partition_key: recorded with the claim, for status reports.
-        :param shard: the claimer's shard (stored lower-cased), recorded
-            with the claim likewise.
+        :param incarnation: the claiming incarnation, recorded with the
+            claim; claims are taken only while it holds the host name.
+        :param shard: recorded with the claim, for status reports.
+        :raises IdentityLost: the incarnation no longer holds the host
+            name (nothing is taken).
         :returns: None
         """
         micro = _microseconds(lease_seconds)
-        if shard is not None:
-            shard = shard.lower()
+        if incarnation is not None:
+            with self.engine.connect() as conn:
+                self._check_holder(conn, role, host, incarnation)
         for chunk in _chunks(node_ids):
             self._acquire_chunk(role, host.lower(), chunk, micro,
-                                partition_key, shard=shard)
+                                partition_key, incarnation, shard)
 
     @_retry
     def _acquire_chunk(self, role, host, chunk, micro, partition_key,
-                       shard=None):
+                       incarnation=None, shard=None):
         table = models.Claim.__table__
         query = sa.select(
             table.c.node_id, table.c.epoch,
@@ -637,16 +896,19 @@ class Connection:
             free.extend((node, 0) for node in missing)
         free.sort()
         if free:
+            guard = ([] if incarnation is None else
+                     [self._holds_name(role, host, incarnation)])
             with self._write() as conn:
                 conn.execute(
                     sa.update(table).where(
                         table.c.role == role,
                         table.c.node_id.in_([node for node, _e in free]),
                         sa.tuple_(table.c.node_id, table.c.epoch).in_(free),
-                        self._claim_free(table),
+                        self._claim_free(table), *guard,
                     ).values(
                         owner=host, partition_key=partition_key,
-                        shard=shard, epoch=table.c.epoch + 1,
+                        incarnation=incarnation, shard=shard,
+                        epoch=table.c.epoch + 1,
                         claimed_at=models.utcnow(),
                         expires_at=models.utc_after(
                             sa.literal(micro, sa.BigInteger)),
@@ -668,7 +930,7 @@ class Connection:
             table.c.updated_at,
             sa.case((self._claim_valid(table), sa.literal(1)),
                     else_=sa.literal(0)),
-            table.c.shard,
+            table.c.incarnation, table.c.shard,
         )
         where = [table.c.role == role]
         if owner is not None:
@@ -688,5 +950,6 @@ class Connection:
             ClaimRecord(node_id=row[0], owner=row[1], epoch=int(row[2]),
                         partition_key=row[3], claimed_at=_utc(row[4]),
                         expires_at=_utc(row[5]), updated_at=_utc(row[6]),
-                        valid=bool(row[7]), shard=row[8])
+                        valid=bool(row[7]), incarnation=row[8],
+                        shard=row[9])
             for row in records))

@@ -79,6 +79,9 @@ class Membership:
     :param elsewhere: hosts that are alive but heartbeat another
         partition key than this service's (with a peer list, only those
         in it): they serve another group and are not ring members here.
+    :param alive_anywhere: every host with a live record of this role,
+        whatever its partition key or peer list, and this service: an
+        instance owned by one of them is not stranded.
     """
 
     live: frozenset
@@ -87,6 +90,7 @@ class Membership:
     stale: bool = False
     as_of: datetime.datetime = None
     elsewhere: frozenset = frozenset()
+    alive_anywhere: frozenset = frozenset()
 
     def replace(self, **changes):
         """Return a copy with some fields changed.
@@ -136,9 +140,12 @@ def compute_membership(host, records, partition_key, peer_list, as_of,
     partitioned = partition_key is not None or shard is not None
     seen = {}
     elsewhere = set()
+    anywhere = set()
     for rec in records:
         name = ip_conf.normalize_host(rec.host)
         alive = bool(rec.alive)
+        if alive:
+            anywhere.add(name)
         key = getattr(rec, 'partition_key', mine)
         rec_shard = getattr(rec, 'shard', my_shard)
         if alive and ((key.lower() if key is not None else None) != mine
@@ -167,9 +174,11 @@ def compute_membership(host, records, partition_key, peer_list, as_of,
     dead.discard(me)
     never_seen.discard(me)
     elsewhere.discard(me)
+    anywhere.add(me)
     return Membership(live=frozenset(live), dead=frozenset(dead),
                       never_seen=frozenset(never_seen), stale=stale,
-                      as_of=as_of, elsewhere=frozenset(elsewhere))
+                      as_of=as_of, elsewhere=frozenset(elsewhere),
+                      alive_anywhere=frozenset(anywhere))
 
 
 class MembershipBackend(metaclass=abc.ABCMeta):
@@ -183,6 +192,8 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         unset; ``''`` is the default group, distinct from None.
     :param version: this service's version string, recorded where the
         backend can.
+    :param takeover: at start, replace a live process that holds this host
+        name instead of refusing to start (backends that know identities).
     :param shard: this service's Ironic shard, or None; recorded where
         the backend can.
     """
@@ -190,8 +201,12 @@ class MembershipBackend(metaclass=abc.ABCMeta):
     #: The entry-point name of the backend.
     name = None
 
+    #: The :class:`~ironic_partition.identity.Identity` of this process
+    #: when the backend keeps one (the ``database`` backend), else None.
+    identity = None
+
     def __init__(self, conf, host, role, partition_key=None, version=None,
-                 shard=None):
+                 takeover=False, shard=None):
         if role not in ROLES:
             raise exception.InvalidRole(role=role, allowed=', '.join(ROLES))
         self.conf = conf
@@ -200,6 +215,9 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         self.partition_key = (partition_key.lower()
                               if partition_key is not None else None)
         self.version = version
+        #: Replace a live process holding this host name at start
+        #: (``serve --takeover``), where the backend knows identities.
+        self.takeover = takeover
         self.shard = shard.lower() if shard is not None else None
 
     @abc.abstractmethod

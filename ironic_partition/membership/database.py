@@ -45,6 +45,7 @@ from ironic_partition.conf import database as database_conf
 from ironic_partition.db import api as db_api
 from ironic_partition.db import migration
 from ironic_partition import exception
+from ironic_partition import identity as identity_mod
 from ironic_partition.membership import base
 
 LOG = logging.getLogger(__name__)
@@ -67,15 +68,17 @@ class DatabaseMembership(base.MembershipBackend):
     :param version: this service's version, stored in its row.
     :param connection: a :class:`ironic_partition.db.api.Connection` to use
         instead of the configured one (tests, benchmarks).
+    :param takeover: at start, replace a live process holding this host
+        name instead of refusing to start.
     :param shard: this service's Ironic shard, or None; stored in its row.
     """
 
     name = 'database'
 
     def __init__(self, conf, host, role, partition_key=None, version=None,
-                 connection=None, shard=None):
+                 connection=None, takeover=False, shard=None):
         super().__init__(conf, host, role, partition_key=partition_key,
-                         version=version, shard=shard)
+                         version=version, takeover=takeover, shard=shard)
         if connection is None:
             if database_conf.GROUP not in conf:
                 database_conf.register_opts(conf)
@@ -89,6 +92,10 @@ class DatabaseMembership(base.MembershipBackend):
                         'live services will look dead between heartbeats',
                         {'hb': self.heartbeat_interval,
                          'down': self.service_down_time})
+        #: This process's hold on its host name.
+        self.identity = identity_mod.Identity(
+            self.db, self.host, role, self.service_down_time,
+            takeover=takeover)
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
         self._thread = None
@@ -130,11 +137,13 @@ class DatabaseMembership(base.MembershipBackend):
             current=current or _('(none)'), expected=head)
 
     def start(self):
-        """Check the database, send a first heartbeat, start the thread.
+        """Check the database, take the host name, start heartbeating.
 
         :raises: DatabaseConnectionFailed when the database cannot be
             reached; DatabaseNotMigrated when a server database needs
-            ``ironic-partition-dbsync upgrade``; DatabaseTooNew.
+            ``ironic-partition-dbsync upgrade``; DatabaseTooNew;
+            DuplicateService when another live process holds this host
+            name (nothing is written); NothingToTakeOver.
         :returns: None
         """
         if self._thread is not None and self._thread.is_alive():
@@ -142,8 +151,8 @@ class DatabaseMembership(base.MembershipBackend):
         try:
             self.db.check()
             self._revision = self._ensure_schema()
-            self.db.heartbeat(self.host, self.role, self.partition_key,
-                              self.version, **self._shard_kwargs())
+            self.identity.register(self.partition_key, self.version,
+                                   **self._shard_kwargs())
         except exception.MembershipError:
             raise
         except Exception as exc:
@@ -184,31 +193,20 @@ class DatabaseMembership(base.MembershipBackend):
         if thread is not None:
             thread.join(self.heartbeat_interval if timeout is None
                         else timeout)
+        self.identity.release(leave=leave)
         if not leave:
             LOG.info('Stopped heartbeating as %(host)s (%(role)s) without '
                      'leaving: peers see it dead after %(down)s s unless '
                      'it is back', {'host': self.host, 'role': self.role,
                                     'down': self.service_down_time})
         else:
-            self._leave()
+            LOG.info('Left the membership database as %(host)s (%(role)s)',
+                     {'host': self.host, 'role': self.role})
         try:
             self.db.dispose()
         except Exception:
             LOG.debug('Ignoring an error while closing the membership '
                       'database connections', exc_info=True)
-
-    def _leave(self):
-        try:
-            self.db.mark_down(self.host, self.role)
-            LOG.info('Left the membership database as %(host)s (%(role)s)',
-                     {'host': self.host, 'role': self.role})
-        except Exception as exc:
-            LOG.warning('Could not mark %(host)s (%(role)s) down in the '
-                        'membership database %(conn)s; peers will see it '
-                        'dead after %(down)s seconds: %(err)s',
-                        {'host': self.host, 'role': self.role,
-                         'conn': self.db.masked_connection,
-                         'down': self.service_down_time, 'err': exc})
 
     # Heartbeats.
 
@@ -239,8 +237,16 @@ class DatabaseMembership(base.MembershipBackend):
         :returns: True when it was recorded, False when it failed.
         """
         try:
-            self.db.heartbeat(self.host, self.role, self.partition_key,
-                              self.version, **self._shard_kwargs())
+            if not self.identity.registered:
+                self.identity.register(self.partition_key, self.version,
+                                       **self._shard_kwargs())
+            self.identity.beat(self.partition_key, self.version,
+                               **self._shard_kwargs())
+        except exception.IdentityLost:
+            # NOTE(ironic-partition): final: another incarnation holds the
+            # host name; Identity.mark_lost logged it once.
+            self._stop_event.set()
+            return False
         except Exception as exc:
             with self._lock:
                 self._failures += 1

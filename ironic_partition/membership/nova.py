@@ -73,9 +73,9 @@ class NovaMembership(base.MembershipBackend):
     name = 'nova'
 
     def __init__(self, conf, host, role, partition_key=None, version=None,
-                 shard=None):
+                 takeover=False, shard=None):
         super().__init__(conf, host, role, partition_key=partition_key,
-                         version=version, shard=shard)
+                         version=version, takeover=takeover, shard=shard)
         if role != base.ROLE_NOVA_COMPUTE:
             raise exception.BackendNotSupported(
                 backend=self.name,

@@ -12,7 +12,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""A real Ironic (API + conductors) on a real database, for tests.
+"""A real Ironic and a real nova on real databases, for tests.
 
 The public API::
 
@@ -46,6 +46,10 @@ from ironic_partition.testing.ironic import IronicFixture
 from ironic_partition.testing.ironic import pids_alive
 from ironic_partition.testing.ironic import Service
 from ironic_partition.testing.ironic import wait_for
+from ironic_partition.testing.nova import NOVA_DRIVER
+from ironic_partition.testing.nova import NovaFixture
+from ironic_partition.testing.nova import PARTITION_DRIVER
+from ironic_partition.testing.nova import RabbitVhostFixture
 
 __all__ = [
     'bulk_enroll',
@@ -60,7 +64,11 @@ __all__ = [
     'IronicFixture',
     'make_available',
     'node_conductors',
+    'NOVA_DRIVER',
+    'NovaFixture',
+    'PARTITION_DRIVER',
     'pids_alive',
+    'RabbitVhostFixture',
     'Service',
     'set_instance_uuid',
     'wait_for',

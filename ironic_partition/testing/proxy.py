@@ -23,6 +23,7 @@ ones, :meth:`TCPProxy.restore` accepts again on the same port.
 import select
 import socket
 import threading
+import time
 
 import fixtures
 from oslo_log import log as logging
@@ -48,6 +49,9 @@ class TCPProxy(fixtures.Fixture):
         self._lock = threading.Lock()
         self._sockets = set()
         self._threads = []
+        #: Seconds to hold the target's answer to each request before
+        #: passing it on: a slow server (0 for none). Settable at any time.
+        self.delay = 0.0
 
     def _setUp(self):
         self.restore()
@@ -113,16 +117,27 @@ class TCPProxy(fixtures.Fixture):
                     upstream.close()
                     return
                 self._sockets.update((client, upstream))
-            for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst),
+            asked = threading.Event()
+            for src, dst, role in ((client, upstream, 'request'),
+                                   (upstream, client, 'answer')):
+                threading.Thread(target=self._pump,
+                                 args=(src, dst, role, asked),
                                  daemon=True).start()
 
-    def _pump(self, src, dst):
+    def _pump(self, src, dst, role='request', asked=None):
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
+                if role == 'request' and asked is not None:
+                    asked.set()
+                elif asked is not None and asked.is_set():
+                    # NOTE(ironic-partition): the first bytes of an answer:
+                    # hold the whole answer once, not each chunk of it.
+                    asked.clear()
+                    if self.delay:
+                        time.sleep(self.delay)
                 dst.sendall(data)
         except OSError:
             pass

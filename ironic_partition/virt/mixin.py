@@ -39,6 +39,7 @@ import threading
 
 from oslo_log import log as logging
 
+from ironic_partition import claims
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition import ironic
@@ -63,8 +64,21 @@ class PartitionMixin(object):
     #: the membership, False keeps both for a restart.
     partition_hand_over_default = True
 
+    #: Whether a SQLite membership or claims database may be used while
+    #: ``[ironic] peer_list`` names other hosts (a warning), or is refused.
+    partition_allow_local_database = True
+
+    def partition_cadence(self, conf):
+        """How this driver's consumer refreshes and acts on a result.
+
+        :param conf: the service's ``ConfigOpts``.
+        :returns: a :data:`~ironic_partition.claims.Cadence`; the agent's
+            (every ``refresh_interval``, told of a fence at once) here.
+        """
+        return claims.agent_cadence(conf)
+
     def partition_setup(self, conf, client=None, membership=None,
-                        version=None):
+                        version=None, takeover=False):
         """Build the partitioner; validate the settings at once.
 
         :param conf: the service's ``ConfigOpts``; our options are
@@ -76,12 +90,20 @@ class PartitionMixin(object):
             ``[ironic_partition] membership_backend`` by default.
         :param version: this service's version, recorded by the database
             membership backend.
+        :param takeover: at start, replace a live process holding this
+            host name instead of refusing to start.
         :raises ConfigurationError: when the partition settings are
-            invalid, naming the option and value.
+            invalid, naming the option and value (nova's ``[ironic]
+            partition_key`` and ``conductor_group`` set to different
+            values included).
         :raises MembershipError: when the backend cannot be loaded.
         :returns: None
         """
         ip_conf.register_opts(conf)
+        # NOTE(ironic-partition): nova registers partition_key as a
+        # deprecated name of conductor_group and silently uses one of two
+        # conflicting values; read the files as written to refuse them.
+        ip_conf.reread_immutable_options(conf, apply=False)
         settings = ip_conf.validate(conf)
         if client is None:
             client = ironic.IronicClient(conf=conf)
@@ -94,9 +116,11 @@ class PartitionMixin(object):
                 conf.ironic_partition.membership_backend, conf,
                 settings.host, self.partition_role,
                 partition_key=settings.partition_key, version=version,
-                **extra)
+                takeover=takeover, **extra)
         self.partition_conf = conf
-        self.partitioner = partitioner.Partitioner(conf, client, membership)
+        self.partitioner = partitioner.Partitioner(
+            conf, client, membership, cadence=self.partition_cadence(conf),
+            allow_local_database=self.partition_allow_local_database)
         #: The node cache: node UUID -> slim node record.
         self.partition_nodes = {}
         self._partition_started = False
@@ -117,6 +141,7 @@ class PartitionMixin(object):
         with self._partition_lock:
             if not self._partition_started:
                 self.partition_membership.start()
+                self.partitioner.start()
                 self._partition_started = True
 
     def partition_stop(self):

@@ -57,11 +57,16 @@ from nova import objects
 from nova.virt.ironic import driver as ironic_driver
 from oslo_log import log as logging
 
+from ironic_partition import claims
 from ironic_partition.virt import mixin
 
 LOG = logging.getLogger(__name__)
 
 CONF = nova.conf.CONF
+
+#: The spacing of nova's periodic tasks when their interval is 0
+#: (oslo.service's DEFAULT_INTERVAL).
+DEFAULT_PERIODIC_SPACING = 60
 
 
 class IronicPartitionDriver(mixin.PartitionMixin,
@@ -74,6 +79,11 @@ class IronicPartitionDriver(mixin.PartitionMixin,
     # nova's own hash ring keeps a restarting service in the ring.
     partition_hand_over_default = False
 
+    # NOTE(ironic-partition): nova.conf's default membership is a SQLite
+    # file under state_path: with several computes, each would see only
+    # itself and report every node of the group.
+    partition_allow_local_database = False
+
     def __init__(self, virtapi, read_only=False, conf=None):
         super().__init__(virtapi, read_only=read_only)
         conf = conf if conf is not None else CONF
@@ -81,6 +91,24 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         # host, exactly as written; the ring uses it lower-cased.
         self._nova_host = conf.host
         self.partition_setup(conf)
+
+    def partition_cadence(self, conf):
+        """nova's resource tracker: every ``update_resources_interval``.
+
+        nova holds what a resource-tracker run reported until its next
+        run, so a fence must come that long before the lease runs out.
+
+        :param conf: nova's ``ConfigOpts``.
+        :returns: a :data:`~ironic_partition.claims.Cadence`.
+        """
+        interval = getattr(conf, 'update_resources_interval', 0) or 0
+        if interval <= 0:
+            # NOTE(ironic-partition): 0 means nova's default periodic
+            # spacing, 60 s; a negative value disables the task, and then
+            # nothing refreshes at all: keep the default's arithmetic.
+            interval = DEFAULT_PERIODIC_SPACING
+        return claims.Cadence(interval, interval,
+                              '[DEFAULT] update_resources_interval')
 
     def init_host(self, host):
         """Join the membership instead of building nova's tooz ring.

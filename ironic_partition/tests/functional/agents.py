@@ -166,8 +166,11 @@ class Agent(object):
     """
 
     def __init__(self, host, peers, service, conf_path, report_path,
-                 proxy=None, clock_offset=None):
+                 proxy=None, clock_offset=None, endpoint=None):
         self.host = host
+        #: Its own Ironic endpoint (e.g. a slow proxy), or None for the
+        #: set's.
+        self.endpoint = endpoint
         self.peers = list(peers)
         self.service = service
         self.conf_path = conf_path
@@ -254,17 +257,21 @@ class AgentSet(fixtures.Fixture):
         options = dict(self.timings.options())
         options.update(self.extra)
         shard = getattr(agent, 'shard', self.shard)
-        return test_cli.agent_conf(agent.conf_path, self.endpoint, host,
+        return test_cli.agent_conf(agent.conf_path,
+                                   agent.endpoint or self.endpoint, host,
                                    self.key, agent.peers, self.state_path,
                                    database=url, shard=shard, **options)
 
-    def add(self, host, peers, clock_offset=None, start=True):
+    def add(self, host, peers, clock_offset=None, start=True, args=(),
+            endpoint=None):
         """Configure an agent, and start it.
 
         :param host: its host name.
         :param peers: its peer list.
         :param clock_offset: wall-clock offset in seconds (libfaketime).
         :param start: start it now.
+        :param args: more ``serve`` arguments (e.g. ``--takeover``).
+        :param endpoint: its own Ironic endpoint, or None for the set's.
         :returns: the :class:`Agent`.
         """
         env = test_cli.cli_env()
@@ -279,6 +286,7 @@ class AgentSet(fixtures.Fixture):
             report_path]
         if self.instance_hosts:
             argv += ['--instance-hosts', self.instance_hosts]
+        argv += list(args)
         service = harness.Service(
             'agent-' + host, argv,
             os.path.join(self.workdir, 'agent-%s.log' % host), env=env)
@@ -290,7 +298,8 @@ class AgentSet(fixtures.Fixture):
             proxy.setUp()
             self.addCleanup(proxy.cleanUp)
         agent = Agent(host, peers, service, conf_path, report_path,
-                      proxy=proxy, clock_offset=clock_offset)
+                      proxy=proxy, clock_offset=clock_offset,
+                      endpoint=endpoint)
         self.agents[host] = agent
         if self.observer is not None:
             self.observer.add_agent(host, report_path)

@@ -195,19 +195,18 @@ class ServiceProcessTestCase(_IronicTestCase):
         self.workers = {}
 
     def _config(self, host, mode, key, peers, extra='',
-                membership='static'):
+                membership='static', default_extra=()):
         path = os.path.join(self.workdir, '%s.conf' % host)
         option = 'conductor_group' if mode == 'nova' else 'partition_key'
-        lines = ['[DEFAULT]', 'host = %s' % host,
-                 '[database]', 'connection = %s' % self.nova_db,
-                 '[ironic]', 'auth_type = none',
-                 'endpoint_override = %s' % self.ironic.endpoint,
-                 '%s = %s' % (option, key),
-                 'peer_list = %s' % ','.join(peers),
-                 '[ironic_partition]', 'host = %s' % host,
-                 'membership_backend = %s' % membership, extra]
-        if mode == 'plain':
-            lines[2:4] = []
+        lines = ['[DEFAULT]', 'host = %s' % host] + list(default_extra)
+        if mode != 'plain':
+            lines += ['[database]', 'connection = %s' % self.nova_db]
+        lines += ['[ironic]', 'auth_type = none',
+                  'endpoint_override = %s' % self.ironic.endpoint,
+                  '%s = %s' % (option, key),
+                  'peer_list = %s' % ','.join(peers),
+                  '[ironic_partition]', 'host = %s' % host,
+                  'membership_backend = %s' % membership, extra]
         with open(path, 'w') as f:
             f.write('\n'.join(lines) + '\n')
         return path
@@ -324,9 +323,13 @@ class ServiceProcessTestCase(_IronicTestCase):
                  'connection = %s' % (down_time, refresh, database.url))
         hosts = ['%s-cn%d' % (self.tag, i) for i in range(3)]
         for host in hosts:
+            # NOTE(ironic-partition): the worker runs nova's resource
+            # tracker cadence every refresh_interval; say so to nova's
+            # option, which the lease and the fencing margin follow.
             self._start(host, 'nova', self._config(
                 host, 'nova', 'rack1', hosts, extra=extra,
-                membership='database'))
+                membership='database', default_extra=[
+                    'update_resources_interval = %d' % refresh]))
         rack1 = self.groups['rack1']
         expected = _tooz_split(hosts, rack1)
 

@@ -30,6 +30,7 @@ from ironic_partition import claims
 from ironic_partition.db import api as db_api
 from ironic_partition.db import migration
 from ironic_partition import exception
+from ironic_partition import identity
 from ironic_partition import ironic
 from ironic_partition import partitioner
 from ironic_partition.tests import base
@@ -87,47 +88,66 @@ class FakeClaimsDB(object):
     def dispose(self):
         pass
 
-    def owned_claims(self, role, host):
+    @staticmethod
+    def _mine(row, host, incarnation):
+        return row['owner'] == host and (
+            incarnation is None or row.get('incarnation') == incarnation)
+
+    def owned_claims(self, role, host, incarnation=None):
         self._statement('owned')
         return {n: db_api.OwnedClaim(r['epoch'], self._valid(r))
                 for (ro, n), r in self.rows.items()
-                if ro == role and r['owner'] == host}
+                if ro == role and self._mine(r, host, incarnation)}
 
-    def held_claims(self, role, host):
+    def held_claims(self, role, host, incarnation=None):
         self._statement('held')
         return {n: r['epoch'] for (ro, n), r in self.rows.items()
-                if ro == role and r['owner'] == host and self._valid(r)}
+                if ro == role and self._mine(r, host, incarnation)
+                and self._valid(r)}
 
-    def renew_claims(self, role, host, lease):
+    def renew_claims(self, role, host, lease, incarnation=None):
         self._statement('renew')
         count = 0
         for (ro, _n), r in self.rows.items():
-            if ro == role and r['owner'] == host and self._valid(r):
+            if (ro == role and self._mine(r, host, incarnation)
+                    and self._valid(r)):
                 r['expires'] = self.clock() + lease
                 count += 1
         return count
 
-    def release_claims(self, role, host, node_ids=None):
+    def release_claims(self, role, host, node_ids=None, incarnation=None):
         self._statement('release')
         count = 0
         for (ro, n), r in self.rows.items():
-            if (ro == role and r['owner'] == host
+            if (ro == role and self._mine(r, host, incarnation)
                     and (node_ids is None or n in node_ids)):
-                r.update(owner=None, expires=self.clock())
+                r.update(owner=None, expires=self.clock(), incarnation=None)
                 count += 1
         return count
 
     def acquire_claims(self, role, host, node_ids, lease,
-                       partition_key=None):
+                       partition_key=None, incarnation=None):
         self._statement('acquire')
         for node in node_ids:
             row = self.rows.get((role, node))
             if row is None:
                 self.rows[(role, node)] = {'owner': host, 'epoch': 1,
-                                           'expires': self.clock() + lease}
+                                           'expires': self.clock() + lease,
+                                           'incarnation': incarnation}
             elif not self._valid(row):
                 row.update(owner=host, epoch=row['epoch'] + 1,
-                           expires=self.clock() + lease)
+                           expires=self.clock() + lease,
+                           incarnation=incarnation)
+
+    def adopt_claims(self, role, host, incarnation, previous=None):
+        self._statement('adopt')
+        count = 0
+        for (ro, _n), r in self.rows.items():
+            if (ro == role and r['owner'] == host
+                    and r.get('incarnation') in (None, previous)):
+                r['incarnation'] = incarnation
+                count += 1
+        return count
 
     def owner(self, node, role='nova-compute'):
         row = self.rows.get((role, node))
@@ -164,14 +184,14 @@ class TestSettings(base.TestCase):
     def test_automatic_values(self):
         # Defaults: refresh 30 s, service_down_time 60 s.
         settings = claims.get_settings(self.conf)
-        self.assertEqual(('auto', 60.0, 6.0), tuple(settings))
+        self.assertEqual(('auto', 60.0, 6.0, 18.0), tuple(settings))
         self.config(group='ironic_partition', refresh_interval=10,
                     service_down_time=60)
         self.assertEqual(60.0, claims.get_settings(self.conf).lease_time)
         self.config(group='ironic_partition', lease_time=50,
                     fencing_margin=3.5)
         self.assertEqual((50.0, 3.5),
-                         claims.get_settings(self.conf)[1:])
+                         claims.get_settings(self.conf)[1:3])
 
     def test_lease_must_outlive_two_refreshes(self):
         self.config(group='ironic_partition', refresh_interval=60,
@@ -182,14 +202,46 @@ class TestSettings(base.TestCase):
         self.assertIn('refresh_interval (60)', str(e))
         self.assertIn('at least 120', str(e))
 
-    def test_margin_must_leave_a_refresh_interval(self):
+    def test_margin_must_leave_the_timer_time_to_renew(self):
         self.config(group='ironic_partition', refresh_interval=60,
-                    lease_time=120, fencing_margin=60)
+                    lease_time=120, fencing_margin=119.5)
         e = self.assertRaises(exception.ConfigurationError,
                               claims.get_settings, self.conf)
         self.assertIn('[ironic_partition] fencing_margin', str(e))
         self.assertIn('lease_time (120)', str(e))
-        self.assertIn('refresh_interval (60)', str(e))
+
+    def test_slow_refreshes_no_longer_bound_the_margin(self):
+        # The lease timer renews the claims, not the refreshes.
+        self.config(group='ironic_partition', refresh_interval=60,
+                    lease_time=120, fencing_margin=60)
+        self.assertEqual(20.0, claims.get_settings(self.conf).renew_interval)
+
+    def test_nova_cadence_sets_the_automatic_values(self):
+        # nova holds what a resource-tracker run reported until its next
+        # run: the fence must come that long before the lease runs out.
+        cadence = claims.Cadence(60, 60, '[DEFAULT] update_resources_interval')
+        settings = claims.get_settings(self.conf, cadence)
+        self.assertEqual(120.0, settings.lease_time)
+        self.assertEqual(72.0, settings.fencing_margin)
+        self.assertEqual(16.0, settings.renew_interval)
+
+    def test_lease_must_outlive_two_nova_runs(self):
+        cadence = claims.Cadence(60, 60, '[DEFAULT] update_resources_interval')
+        self.config(group='ironic_partition', lease_time=60)
+        e = self.assertRaises(exception.ConfigurationError,
+                              claims.get_settings, self.conf, cadence)
+        self.assertIn('[ironic_partition] lease_time', str(e))
+        self.assertIn('[DEFAULT] update_resources_interval (60)', str(e))
+        self.assertIn('at least 120', str(e))
+
+    def test_margin_must_cover_nova_hold(self):
+        cadence = claims.Cadence(60, 60, '[DEFAULT] update_resources_interval')
+        self.config(group='ironic_partition', lease_time=180,
+                    fencing_margin=18)
+        e = self.assertRaises(exception.ConfigurationError,
+                              claims.get_settings, self.conf, cadence)
+        self.assertIn('[ironic_partition] fencing_margin', str(e))
+        self.assertIn('[DEFAULT] update_resources_interval (60)', str(e))
 
     def test_long_lease_warns_about_failover_bound(self):
         logger = self.useFixture(fixtures.FakeLogger(level='WARNING'))
@@ -227,6 +279,8 @@ class FakeBackend(object):
         self.name = name
         self.db = db
         self.role = role
+        self.identity = (identity.Identity(db, 'cn1', role, 60)
+                         if db is not None else None)
 
 
 class TestWanted(base.TestCase):
@@ -621,12 +675,20 @@ class TestPartitionerWithClaims(ClaimsTestCase):
         self.assertEqual(self.clock.now + LEASE - MARGIN, first.valid_until)
         self.db.fail = db_exc.DBConnectionError('down')
         self.advance(LEASE)
-        result = p.refresh(my_instances={'mine'})
-        self.assertEqual([nodes[0].id], list(result.nodes))
-        self.assertEqual(9, len(result.fenced))
-        self.assertEqual(9, len(result.ring_ownership.by_ring))
-        self.assertEqual((), result.ownership.by_ring)
-        self.assertIn('fenced 9', self.logger.output)
+        # Fail closed: not ready, never a shorter list...
+        e = self.assertRaises(exception.PartitionNotReady, p.refresh,
+                              my_instances={'mine'})
+        self.assertIn('cannot prove which nodes', str(e))
+        self.assertIs(first, p.last_result)
+        # ...and what may still be reported is the instance node only.
+        self.assertEqual([nodes[0].id], list(p.reported_nodes()))
+        self.assertIn('reporting none of the 9 nodes', self.logger.output)
+
+    def test_programming_error_is_not_an_outage(self):
+        p = self._make('cn1', _nodes(3), ['cn1'])
+        p.refresh()
+        self.db.fail = TypeError('a bug')
+        self.assertRaises(TypeError, p.refresh)
 
     def test_reported_nodes_applies_the_fence_at_use_time(self):
         nodes = _nodes(5, instances={4: 'mine'})
@@ -646,7 +708,7 @@ class TestPartitionerWithClaims(ClaimsTestCase):
         self.assertIsNone(self.db.rows.get(('nova-compute', nodes[0].id)))
         self.assertIn('stranded 1', self.logger.output)
 
-    def test_ironic_down_renews_claims(self):
+    def test_ironic_down_leaves_claims_to_the_lease_timer(self):
         p = self._make('cn1', _nodes(4), ['cn1'])
         p.refresh()
         p.client.fault = exception.IronicUnavailable(endpoint='x',
@@ -654,6 +716,8 @@ class TestPartitionerWithClaims(ClaimsTestCase):
         for _ in range(4):
             self.advance(60)
             self.assertRaises(exception.PartitionNotReady, p.refresh)
+            # What the lease timer runs, whatever the refreshes do.
+            self.assertTrue(p.claims.keepalive())
         self.assertEqual(4, len(p.reported_nodes()))
         self.assertEqual(4, p.status()['claims']['held'])
 

@@ -12,6 +12,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
+from unittest import mock
 import uuid
 
 import fixtures
@@ -34,6 +35,7 @@ class FakeClient(object):
         self.resets = 0
         self.last_calls = 1
         self.last_http_seconds = 0.0
+        self.groups_served = {'rack1', 'rack2', ''}
 
     def list_nodes(self, conductor_group=None):
         self.groups.append(conductor_group)
@@ -42,6 +44,15 @@ class FakeClient(object):
         return [n for n in self.nodes
                 if conductor_group is None
                 or n.conductor_group == conductor_group]
+
+    def nodes_for_instances(self, instance_ids):
+        if self.fault is not None:
+            raise self.fault
+        return [n for n in self.nodes if n.instance_id in instance_ids]
+
+    def list_conductors(self):
+        return [{'hostname': 'c', 'conductor_group': g, 'alive': True,
+                 'drivers': []} for g in sorted(self.groups_served)]
 
     def reset(self):
         self.resets += 1
@@ -217,3 +228,109 @@ class TestPartitioner(base.TestCase):
         self.assertIsNone(p.claims)
         self.assertEqual(0, p.stop())
         self.assertEqual(3, len(p.refresh().nodes))
+
+
+class TestSafetyCore(TestPartitioner):
+    """Seed 000 across groups, unserved keys and membership faults."""
+
+    def test_instance_node_moved_to_another_group_stays(self):
+        nodes = _nodes(6, instances={0: 'mine', 1: 'theirs'})
+        p = self._make('cn1', nodes, ['cn1'])
+        self.assertIn(nodes[0].id, p.refresh(my_instances={'mine'}).nodes)
+        # The operator moves both instance nodes to rack2.
+        moved = [ironic.Node(id=n.id, conductor_group='rack2',
+                             instance_id=n.instance_id) for n in nodes[:2]]
+        p.client.nodes = moved + nodes[2:]
+        result = p.refresh(my_instances={'mine'})
+        self.assertIn(nodes[0].id, result.nodes)
+        self.assertEqual((nodes[0].id,), result.ownership.by_instance)
+        # Another service's instance node is never fetched nor reported.
+        self.assertNotIn(nodes[1].id, result.nodes)
+        self.assertEqual(5, len(result.nodes))
+
+    def test_only_missing_instances_are_looked_up(self):
+        nodes = _nodes(4, instances={0: 'mine'})
+        p = self._make('cn1', nodes, ['cn1'])
+        looked_up = []
+        real = p.client.nodes_for_instances
+
+        def spy(ids):
+            looked_up.append(frozenset(ids))
+            return real(ids)
+
+        p.client.nodes_for_instances = spy
+        p.refresh(my_instances={'mine', 'spawning'})
+        self.assertEqual([frozenset({'spawning'})], looked_up)
+        p.refresh(my_instances={'mine'})
+        self.assertEqual(1, len(looked_up))
+
+    def test_owner_alive_elsewhere_is_not_stranded(self):
+        nodes = _nodes(3, group='rack2', instances={0: 'theirs'})
+        p = self._make('b1', nodes, ['b1'], key='rack2')
+        p.membership.members = lambda key=None, peers=None: (
+            mbase.Membership(live=frozenset({'b1'}),
+                             alive_anywhere=frozenset({'b1', 'a1'})))
+        result = p.refresh(instance_hosts={'theirs': 'a1'})
+        self.assertEqual((), result.ownership.stranded)
+        result = p.refresh(instance_hosts={'theirs': 'a-dead'})
+        self.assertEqual((nodes[0].id,), result.ownership.stranded)
+
+    def test_partition_key_nothing_serves_is_not_ready(self):
+        p = self._make('cn1', _nodes(3), ['cn1'], key='rack9')
+        e = self.assertRaises(exception.PartitionNotReady, p.refresh)
+        self.assertIn("partition_key 'rack9' names a conductor group that "
+                      "no Ironic conductor serves", str(e))
+        self.assertIn("'rack1'", str(e))
+        # Even when this service's instance nodes are found elsewhere.
+        p.client.nodes = _nodes(3, instances={0: 'mine'})
+        self.assertRaises(exception.PartitionNotReady, p.refresh,
+                          my_instances={'mine'})
+        # A served group with no node yet is an empty partition.
+        p.client.groups_served.add('rack9')
+        self.assertEqual({}, p.refresh().nodes)
+
+    def test_membership_errors_are_not_ready(self):
+        p = self._make('cn1', _nodes(3), ['cn1'])
+
+        def fail(key=None, peers=None):
+            raise exception.MembershipUnavailable(role='agent',
+                                                  reason='db gone')
+
+        p.membership.members = fail
+        e = self.assertRaises(exception.PartitionNotReady, p.refresh)
+        self.assertIn('db gone', str(e))
+
+    def test_programming_errors_are_not_an_outage(self):
+        p = self._make('cn1', _nodes(3), ['cn1'])
+
+        def bug(key=None, peers=None):
+            raise TypeError('a bug')
+
+        p.membership.members = bug
+        self.assertRaises(TypeError, p.refresh)
+
+    def test_lost_identity_reports_nothing(self):
+        p = self._make('cn1', _nodes(3, instances={0: 'mine'}), ['cn1'])
+        p.identity = mock.Mock(lost=None, host='cn1')
+        p.refresh(my_instances={'mine'})
+        self.assertEqual(3, len(p.reported_nodes()))
+        p.identity.lost = 'incarnation X holds the host name now'
+        e = self.assertRaises(exception.PartitionNotReady, p.refresh,
+                              my_instances={'mine'})
+        self.assertIn('lost host cn1', str(e))
+        self.assertEqual({}, p.reported_nodes())
+
+    def test_own_key_change_keeps_instance_nodes(self):
+        rack2 = [ironic.Node(id=str(uuid.UUID(int=100 + i)),
+                             conductor_group='rack2', instance_id=None)
+                 for i in range(4)]
+        nodes = _nodes(4, instances={0: 'mine'}) + rack2
+        p = self._make('cn1', nodes, ['cn1'])
+        p.client.groups_served.add('rack2')
+        p.refresh(my_instances={'mine'})
+        self.config(group='ironic', partition_key='rack2')
+        self.assertTrue(p.reload_settings())
+        result = p.refresh(my_instances={'mine'})
+        self.assertIn(nodes[0].id, result.nodes)
+        self.assertEqual((nodes[0].id,), result.ownership.by_instance)
+        self.assertEqual(5, len(result.nodes))

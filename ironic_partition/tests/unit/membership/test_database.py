@@ -67,14 +67,14 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         b.start()
         errors = [RuntimeError('boom'), ValueError('bad'),
                   KeyboardInterrupt()]
-        real = b.db.heartbeat
+        real = b.db.beat
 
-        def flaky(*args):
+        def flaky(*args, **kwargs):
             if errors:
                 raise errors.pop(0)
-            return real(*args)
+            return real(*args, **kwargs)
 
-        with mock.patch.object(b.db, 'heartbeat', autospec=True,
+        with mock.patch.object(b.db, 'beat', autospec=True,
                                side_effect=flaky):
             deadline = time.monotonic() + 15
             while errors and time.monotonic() < deadline:
@@ -90,7 +90,7 @@ class TestDatabaseMembership(test_base.BaseTestCase):
     def test_heartbeat_failure_is_reported(self):
         b = self._backend()
         b.start()
-        with mock.patch.object(b.db, 'heartbeat', autospec=True,
+        with mock.patch.object(b.db, 'beat', autospec=True,
                                side_effect=RuntimeError('db gone')):
             self.assertFalse(b.heartbeat())
         status = b.status()

@@ -1,0 +1,739 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""A real nova (placement, nova-conductor, N nova-compute) for tests.
+
+No keystone: placement runs under gunicorn with ``auth_strategy =
+noauth2``, the computes reach it through keystoneauth's ``admin_token``
+plugin, and Ironic through ``auth_type = none``. nova's API database,
+cell0 and cell1 and placement's database are created uniquely named on
+MariaDB (or PostgreSQL) and dropped at cleanup; RabbitMQ gets a virtual
+host of its own, deleted at cleanup. Every service is the leader of its
+own process group; cleanup stops every group, whatever the test did.
+
+The public API::
+
+    from ironic_partition import testing as harness
+
+    nova = self.useFixture(harness.NovaFixture(
+        ironic.endpoint, ['cn1', 'cn2', 'cn3'], partition_key='rack1'))
+    nova.kill_compute('cn2')
+    nova.edit_compute_config('cn1', {'ironic': {'peer_list': 'cn1'}})
+    nova.sighup_compute('cn1')
+
+See ``doc/source/contributor/nova-lane.rst``.
+"""
+
+import configparser
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+import fixtures
+from testtools import content
+
+from ironic_partition.testing import db as harness_db
+from ironic_partition.testing import ironic as harness_ironic
+from ironic_partition.testing import proxy as harness_proxy
+
+LOG = logging.getLogger(__name__)
+
+WORKDIR_PREFIX = 'nova-harness-'
+
+#: Our driver, through the package's ``nova.virt`` shim.
+PARTITION_DRIVER = 'ironic_partition.IronicPartitionDriver'
+#: nova 34's own Ironic driver, for the side-by-side benchmark.
+NOVA_DRIVER = 'ironic.IronicDriver'
+
+#: The token placement's noauth2 middleware maps to the admin role.
+PLACEMENT_TOKEN = 'admin'
+
+#: A short cadence, for most scenarios. ``None`` leaves nova's default.
+SHORT_CADENCE = {
+    'update_resources_interval': 4,
+    'periodic_fuzzy_delay': 2,
+    'report_interval': 2,
+    'service_down_time': 10,
+}
+
+#: nova's own defaults (``update_resources_interval`` unset: the default
+#: periodic spacing of 60 s; fuzzy delay 60 s; down after 60 s).
+NOVA_DEFAULT_CADENCE = {
+    'update_resources_interval': None,
+    'periodic_fuzzy_delay': None,
+    'report_interval': None,
+    'service_down_time': None,
+}
+
+#: The loggers whose debug lines the lane parses: every node a
+#: resource-tracker run reports ("Final resource view: name=<node>") and
+#: the start of every periodic run.
+_DEBUG_LOGGERS = ('nova.compute.resource_tracker=DEBUG',
+                  'oslo_service.periodic_task=DEBUG')
+
+_NOVA_DEFAULT_LOG_LEVELS = (
+    'amqp=WARN', 'amqplib=WARN', 'boto=WARN', 'qpid=WARN',
+    'sqlalchemy=WARN', 'suds=INFO', 'oslo.messaging=INFO',
+    'oslo_messaging=INFO', 'iso8601=WARN',
+    'requests.packages.urllib3.connectionpool=WARN', 'urllib3=WARN',
+    'keystoneauth=WARN', 'keystoneauth1=WARN', 'openstack=WARN',
+    'stevedore=WARN', 'taskflow=WARN', 'keystoneauth1.session=WARN',
+    'oslo_policy=INFO', 'dogpile.core.dogpile=INFO', 'glanceclient=WARN',
+    'oslo.privsep.daemon=INFO')
+
+MARKER = '--- harness: '
+"""Prefix of the lines the fixture writes into a compute's log."""
+
+
+def _write_config(path, sections):
+    parser = configparser.ConfigParser(interpolation=None)
+    for section, options in sections.items():
+        if section != 'DEFAULT' and not parser.has_section(section):
+            parser.add_section(section)
+        for key, value in options.items():
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                value = 'true' if value else 'false'
+            elif isinstance(value, (list, tuple)):
+                value = ','.join(value)
+            parser.set(section, key, str(value))
+    with open(path, 'w') as stream:
+        parser.write(stream)
+
+
+def _run(argv, log_path, env=None, timeout=600):
+    """Run a command to completion, its output appended to a log.
+
+    :param argv: the command line.
+    :param log_path: the log file.
+    :param env: the environment; the current one by default.
+    :param timeout: seconds allowed.
+    :returns: None
+    :raises: HarnessError when it fails.
+    """
+    with open(log_path, 'ab') as log:
+        log.write(('%s%s\n' % (MARKER, ' '.join(argv))).encode())
+        log.flush()
+        code = subprocess.call(argv, stdin=subprocess.DEVNULL, stdout=log,
+                               stderr=subprocess.STDOUT, env=env,
+                               timeout=timeout)
+    if code:
+        raise harness_ironic.HarnessError('%s failed (%s): %s' % (
+            ' '.join(argv[:3]), code, harness_ironic._tail(log_path)))
+
+
+class RabbitVhostFixture(fixtures.Fixture):
+    """A RabbitMQ virtual host for one run, deleted at cleanup.
+
+    Uses ``rabbitmqctl`` on the local broker (tools/test-setup.sh
+    installs ``rabbitmq-server``).
+
+    :param host: the broker's address.
+    :param port: its AMQP port.
+    :param user: a user allowed on the new vhost.
+    :param password: its password.
+    """
+
+    def __init__(self, host='127.0.0.1', port=5672, user='guest',
+                 password='guest'):
+        super().__init__()
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.name = None
+
+    def _ctl(self, *args):
+        ctl = shutil.which('rabbitmqctl') or '/usr/sbin/rabbitmqctl'
+        proc = subprocess.run([ctl] + list(args), capture_output=True,
+                              timeout=120)
+        if proc.returncode:
+            raise harness_ironic.HarnessError('rabbitmqctl %s failed: %s' % (
+                ' '.join(args), proc.stderr.decode('utf-8', 'replace')))
+
+    def _setUp(self):
+        self.name = 'ipart_func_%d_%s' % (os.getpid(), uuid.uuid4().hex[:8])
+        self._ctl('add_vhost', self.name)
+        self.addCleanup(self._ctl, 'delete_vhost', self.name)
+        self._ctl('set_permissions', '-p', self.name, self.user,
+                  '.*', '.*', '.*')
+
+    @property
+    def transport_url(self):
+        """The oslo.messaging URL of the vhost."""
+        return 'rabbit://%s:%s@%s:%d/%s' % (self.user, self.password,
+                                            self.host, self.port, self.name)
+
+
+class Compute(harness_ironic.Service):
+    """One ``nova-compute`` process, with its own host name and config.
+
+    :param host: its ``[DEFAULT] host``.
+    :param config_file: its nova.conf.
+    :param kwargs: passed to :class:`~ironic_partition.testing.Service`.
+    """
+
+    def __init__(self, host, config_file, **kwargs):
+        super().__init__(**kwargs)
+        self.host = host
+        self.config_file = config_file
+
+    def mark(self, event):
+        """Write a time-stamped event line into this compute's log.
+
+        :param event: e.g. ``kill``; see :mod:`.novalane` for the parser.
+        :returns: None
+        """
+        with open(self.log_path, 'ab') as log:
+            log.write(('%s%s at %.6f\n' % (MARKER, event, time.time()))
+                      .encode())
+
+    def start(self):
+        """Start nova-compute, after a ``start`` mark in its log.
+
+        :returns: None
+        """
+        self.mark('start')
+        super().start()
+
+    def kill(self, timeout=30):
+        """SIGKILL the group, marking the log first.
+
+        :param timeout: seconds to wait for the processes to vanish.
+        :returns: the exit code of the leader.
+        """
+        if self.running():
+            self.mark('kill')
+        return super().kill(timeout)
+
+    def stop(self, timeout=30):
+        """SIGTERM the group (nova's graceful stop), marking the log.
+
+        :param timeout: seconds allowed before SIGKILL.
+        :returns: the exit code of the leader.
+        """
+        if self.running():
+            self.mark('stop')
+        code = super().stop(timeout)
+        self.mark('stopped')
+        return code
+
+    def pause(self):
+        """SIGSTOP the group, marking the log.
+
+        :returns: None
+        """
+        self.mark('pause')
+        super().pause()
+
+    def resume(self):
+        """SIGCONT the group, marking the log.
+
+        :returns: None
+        """
+        super().resume()
+        self.mark('resume')
+
+    def sighup(self):
+        """SIGHUP the group: nova re-reads its config files (mutate).
+
+        :returns: None
+        """
+        self.mark('sighup')
+        self.signal(signal.SIGHUP)
+
+
+class NovaFixture(fixtures.Fixture):
+    """placement, nova-conductor and nova-compute services, torn down.
+
+    :param ironic_endpoint: the Ironic API (noauth) the computes use.
+    :param hosts: the computes' ``[DEFAULT] host`` names.
+    :param partition_key: ``[ironic] partition_key`` of every compute.
+    :param peer_list: ``[ironic] peer_list``; ``hosts`` by default.
+    :param driver: ``compute_driver``: :data:`PARTITION_DRIVER` or
+        :data:`NOVA_DRIVER`.
+    :param cadence: nova's timing options (see :data:`SHORT_CADENCE`);
+        a ``None`` value leaves nova's default.
+    :param partition_options: more ``[ironic_partition]`` options.
+    :param db_backend: ``mysql`` or ``postgresql`` for nova and placement.
+    :param membership_backend: the backend of the membership database
+        (``[ironic_partition_database]``), reached through a
+        :class:`~ironic_partition.testing.proxy.TCPProxy` that a test can
+        cut (``membership_proxy``).
+    :param extra_config: ``{section: {option: value}}`` for every compute.
+    :param workdir: the parent of the run directory.
+    :param start_timeout: seconds allowed for each service to come up.
+    :param start_computes: start the computes at setUp.
+    :param keep_workdir: keep configs and logs after cleanup.
+    """
+
+    def __init__(self, ironic_endpoint, hosts, partition_key=None,
+                 peer_list=None, driver=PARTITION_DRIVER, cadence=None,
+                 partition_options=None, db_backend='mysql',
+                 membership_backend='postgresql', extra_config=None,
+                 workdir=None, start_timeout=180, start_computes=True,
+                 keep_workdir=False):
+        super().__init__()
+        self.ironic_endpoint = ironic_endpoint
+        self.hosts = list(hosts)
+        self.partition_key = partition_key
+        self.peer_list = list(self.hosts if peer_list is None else peer_list)
+        self.driver = driver
+        self.cadence = dict(SHORT_CADENCE if cadence is None else cadence)
+        self.partition_options = dict(partition_options or {})
+        self.db_backend = db_backend
+        self.membership_backend = membership_backend
+        self.extra_config = extra_config or {}
+        self.parent_workdir = workdir
+        self.start_timeout = start_timeout
+        self.start_computes = start_computes
+        self.keep_workdir = keep_workdir
+        self.computes = {}
+        self.services = []
+
+    # -- set up -----------------------------------------------------------
+
+    def _setUp(self):
+        parent = self.parent_workdir or harness_db.default_workdir()
+        os.makedirs(parent, exist_ok=True)
+        self.workdir = tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir=parent)
+        if not self.keep_workdir:
+            self.addCleanup(shutil.rmtree, self.workdir, ignore_errors=True)
+        self.setup_log = os.path.join(self.workdir, 'setup.log')
+        open(self.setup_log, 'ab').close()
+        self.addDetail('log-nova-setup', content.content_from_file(
+            self.setup_log, buffer_now=False))
+        dbs = {}
+        for name in ('placement', 'api', 'cell0', 'cell1'):
+            dbs[name] = self.useFixture(harness_db.DatabaseFixture(
+                self.db_backend, workdir=self.workdir))
+        self.databases = dbs
+        self.cell_url = dbs['cell1'].url
+        self.membership_db = self.useFixture(harness_db.DatabaseFixture(
+            self.membership_backend, workdir=self.workdir))
+        self.vhost = self.useFixture(RabbitVhostFixture())
+        self.addCleanup(self.stop_all)
+        self._start_placement(dbs['placement'].url)
+        self._prepare_nova(dbs)
+        target = self.membership_db.url
+        host, port = _host_port(target)
+        self.membership_proxy = self.useFixture(
+            harness_proxy.TCPProxy(host, port))
+        self.membership_url = _replace_host_port(
+            target, '127.0.0.1', self.membership_proxy.port)
+        self._dbsync_membership()
+        for index, host in enumerate(self.hosts):
+            self.add_compute(host, start=False)
+        self.conductor = self._service(
+            'nova-conductor', ['nova-conductor', '--config-file',
+                               self.nova_conf])
+        self.conductor.start()
+        if self.start_computes:
+            for compute in self.computes.values():
+                compute.start()
+            self.wait_for_services(self.hosts)
+
+    def _service(self, name, argv, cls=harness_ironic.Service, env=None,
+                 **kwargs):
+        argv = [harness_ironic.bin_path(argv[0])] + list(argv[1:])
+        log_path = os.path.join(self.workdir, name + '.log')
+        open(log_path, 'ab').close()
+        service = cls(name=name, argv=argv, log_path=log_path, env=env,
+                      **kwargs)
+        self.addDetail('log-' + name, content.content_from_file(
+            log_path, buffer_now=False))
+        self.services.append(service)
+        return service
+
+    def _start_placement(self, url):
+        confdir = os.path.join(self.workdir, 'placement')
+        os.makedirs(confdir)
+        conf = os.path.join(confdir, 'placement.conf')
+        _write_config(conf, {
+            'DEFAULT': {'debug': False, 'use_stderr': True},
+            'api': {'auth_strategy': 'noauth2'},
+            'placement_database': {'connection': url},
+        })
+        _run([harness_ironic.bin_path('placement-manage'), '--config-file',
+              conf, 'db', 'sync'], self.setup_log)
+        self.placement_port = harness_ironic.free_port()
+        env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=confdir)
+        self.placement = self._service('placement', [
+            'gunicorn', '--bind', '127.0.0.1:%d' % self.placement_port,
+            '--workers', '1', '--threads', '8', '--timeout', '120',
+            'placement.wsgi.api:application'], env=env)
+        self.placement.start()
+        harness_ironic.wait_for(
+            self.placement_ready, self.start_timeout, 'placement',
+            check=lambda: self._check([self.placement]))
+
+    @property
+    def placement_endpoint(self):
+        """placement's root URL."""
+        return 'http://127.0.0.1:%d' % self.placement_port
+
+    def placement_ready(self):
+        """Tell whether placement answers its root document.
+
+        :returns: True or False.
+        """
+        try:
+            with urllib.request.urlopen(self.placement_endpoint + '/',
+                                        timeout=2) as resp:
+                return resp.status == 200
+        except (OSError, ValueError):
+            return False
+
+    def _common_config(self):
+        cadence = self.cadence
+        return {
+            'DEFAULT': {
+                'transport_url': self.vhost.transport_url,
+                'state_path': self.workdir,
+                'debug': False,
+                'use_stderr': True,
+                'default_log_levels': list(_NOVA_DEFAULT_LOG_LEVELS) +
+                list(_DEBUG_LOGGERS),
+                'report_interval': cadence.get('report_interval'),
+                'service_down_time': cadence.get('service_down_time'),
+                'periodic_fuzzy_delay': cadence.get('periodic_fuzzy_delay'),
+                'update_resources_interval': cadence.get(
+                    'update_resources_interval'),
+            },
+            'oslo_concurrency': {
+                'lock_path': os.path.join(self.workdir, 'locks')},
+            'placement': {
+                'auth_type': 'admin_token',
+                'token': PLACEMENT_TOKEN,
+                'endpoint': self.placement_endpoint,
+                'endpoint_override': self.placement_endpoint,
+            },
+            'conductor': {'workers': 1},
+            'scheduler': {'workers': 1},
+        }
+
+    def _prepare_nova(self, dbs):
+        config = self._common_config()
+        config['api_database'] = {'connection': dbs['api'].url}
+        config['database'] = {'connection': dbs['cell1'].url}
+        self.nova_conf = os.path.join(self.workdir, 'nova.conf')
+        _write_config(self.nova_conf, config)
+        manage = [harness_ironic.bin_path('nova-manage'), '--config-file',
+                  self.nova_conf]
+        _run(manage + ['api_db', 'sync'], self.setup_log)
+        _run(manage + ['cell_v2', 'map_cell0', '--database_connection',
+                       dbs['cell0'].url], self.setup_log)
+        _run(manage + ['cell_v2', 'create_cell', '--name', 'cell1',
+                       '--database_connection', dbs['cell1'].url,
+                       '--transport-url', self.vhost.transport_url],
+             self.setup_log)
+        _run(manage + ['db', 'sync'], self.setup_log)
+
+    def _dbsync_membership(self):
+        conf = os.path.join(self.workdir, 'membership.conf')
+        _write_config(conf, {'ironic_partition_database': {
+            'connection': self.membership_db.url}})
+        _run([harness_ironic.bin_path('ironic-partition-dbsync'),
+              '--config-file', conf, 'upgrade'], self.setup_log)
+
+    def compute_config(self, host):
+        """Build the configuration of one compute.
+
+        :param host: its ``[DEFAULT] host``.
+        :returns: ``{section: {option: value}}``.
+        """
+        config = self._common_config()
+        config['DEFAULT'].update({
+            'host': host,
+            'compute_driver': self.driver,
+            'instances_path': os.path.join(self.workdir, host, 'instances'),
+        })
+        config['ironic'] = {
+            'auth_type': 'none',
+            'endpoint_override': self.ironic_endpoint,
+            'partition_key': self.partition_key,
+            'peer_list': self.peer_list if self.partition_key else None,
+        }
+        partition = {
+            'membership_backend': 'database',
+            'claims': 'database',
+            'state_path': os.path.join(self.workdir, host),
+            'service_down_time': self.cadence.get('service_down_time'),
+            'heartbeat_interval': _heartbeat(self.cadence),
+            # NOTE(ironic-partition): inside nova the refresh runs with
+            # the resource tracker; say so, so the lease fits the cadence.
+            'refresh_interval': self.cadence.get(
+                'update_resources_interval'),
+        }
+        partition.update(self.partition_options)
+        config['ironic_partition'] = partition
+        config['ironic_partition_database'] = {
+            'connection': self.membership_url}
+        for section, options in self.extra_config.items():
+            config.setdefault(section, {}).update(options)
+        return config
+
+    def add_compute(self, host, start=True, config=None):
+        """Add (and start) one more nova-compute.
+
+        :param host: its ``[DEFAULT] host``.
+        :param start: start it now.
+        :param config: ``{section: {option: value}}`` merged into its
+            configuration.
+        :returns: the :class:`Compute`.
+        """
+        os.makedirs(os.path.join(self.workdir, host, 'instances'),
+                    exist_ok=True)
+        path = os.path.join(self.workdir, 'nova-compute-%s.conf' % host)
+        sections = self.compute_config(host)
+        for section, options in (config or {}).items():
+            sections.setdefault(section, {}).update(options)
+        _write_config(path, sections)
+        compute = self._service(
+            'nova-compute-%s' % host,
+            ['nova-compute', '--config-file', path], cls=Compute,
+            host=host, config_file=path)
+        self.computes[host] = compute
+        if host not in self.hosts:
+            self.hosts.append(host)
+        if start:
+            compute.start()
+        return compute
+
+    # -- state and waiting ------------------------------------------------
+
+    def _check(self, services):
+        for service in services:
+            if service.process is not None and not service.running():
+                raise harness_ironic.HarnessError(
+                    '%s exited with %s: %s' % (
+                        service.name, service.process.returncode,
+                        harness_ironic._tail(service.log_path)))
+
+    def check_services(self):
+        """Raise when placement, the conductor or a started compute died.
+
+        Computes a test killed or stopped on purpose are not checked.
+
+        :returns: None
+        """
+        self._check([self.placement, self.conductor])
+
+    def wait_for_services(self, hosts, timeout=None):
+        """Wait until nova's cell database has each compute's service.
+
+        :param hosts: compute host names.
+        :param timeout: seconds; the fixture's start timeout by default.
+        :returns: None
+        """
+        from ironic_partition.testing import novalane
+        cell = novalane.CellDatabase(self.cell_url)
+        try:
+            harness_ironic.wait_for(
+                lambda: set(h.lower() for h in hosts) <= set(
+                    s['host'].lower() for s in cell.services()),
+                timeout or self.start_timeout,
+                'nova-compute services %s to register' % hosts,
+                interval=1,
+                check=lambda: self._check(
+                    [self.placement, self.conductor] +
+                    [self.computes[h] for h in hosts]))
+        finally:
+            cell.close()
+
+    def compute(self, host):
+        """Find a compute by host name.
+
+        :param host: the ``[DEFAULT] host``.
+        :returns: the :class:`Compute`.
+        """
+        return self.computes[host]
+
+    # -- faults -----------------------------------------------------------
+
+    def kill_compute(self, host):
+        """SIGKILL a compute's process group and wait until it is gone.
+
+        :param host: the compute.
+        :returns: the :class:`Compute`.
+        """
+        compute = self.compute(host)
+        compute.kill()
+        return compute
+
+    def stop_compute(self, host, timeout=60):
+        """SIGTERM a compute (nova's graceful stop).
+
+        :param host: the compute.
+        :param timeout: seconds before SIGKILL.
+        :returns: the :class:`Compute`.
+        """
+        compute = self.compute(host)
+        compute.stop(timeout)
+        return compute
+
+    def start_compute(self, host):
+        """Start a compute that is not running.
+
+        :param host: the compute.
+        :returns: the :class:`Compute`.
+        """
+        compute = self.compute(host)
+        compute.start()
+        return compute
+
+    def restart_compute(self, host, timeout=60):
+        """Stop a compute (SIGTERM) and start it again.
+
+        :param host: the compute.
+        :param timeout: seconds allowed for the graceful stop.
+        :returns: the :class:`Compute`.
+        """
+        compute = self.compute(host)
+        if compute.running():
+            compute.stop(timeout)
+        compute.start()
+        return compute
+
+    def pause_compute(self, host):
+        """SIGSTOP a compute.
+
+        :param host: the compute.
+        :returns: the :class:`Compute`.
+        """
+        compute = self.compute(host)
+        compute.pause()
+        return compute
+
+    def resume_compute(self, host):
+        """SIGCONT a compute.
+
+        :param host: the compute.
+        :returns: the :class:`Compute`.
+        """
+        compute = self.compute(host)
+        compute.resume()
+        return compute
+
+    def sighup_compute(self, host):
+        """SIGHUP a compute.
+
+        :param host: the compute.
+        :returns: the :class:`Compute`.
+        """
+        compute = self.compute(host)
+        compute.sighup()
+        return compute
+
+    def edit_compute_config(self, host, changes):
+        """Change options in a compute's nova.conf (no signal sent).
+
+        :param host: the compute.
+        :param changes: ``{section: {option: value}}``; a ``None`` value
+            removes the option.
+        :returns: the path of the file.
+        """
+        compute = self.compute(host)
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read(compute.config_file)
+        for section, options in changes.items():
+            if section != 'DEFAULT' and not parser.has_section(section):
+                parser.add_section(section)
+            for key, value in options.items():
+                if value is None:
+                    parser.remove_option(section, key)
+                    continue
+                if isinstance(value, (list, tuple)):
+                    value = ','.join(value)
+                parser.set(section, key, str(value))
+        tmp = compute.config_file + '.tmp'
+        with open(tmp, 'w') as stream:
+            parser.write(stream)
+        os.replace(tmp, compute.config_file)
+        compute.mark('config %s' % sorted(
+            '%s.%s' % (s, k) for s, o in changes.items() for k in o))
+        return compute.config_file
+
+    # -- tear down --------------------------------------------------------
+
+    def all_pids(self):
+        """Every pid any service of this fixture ever had.
+
+        :returns: a sorted list.
+        """
+        pids = set()
+        for service in self.services:
+            service.group_pids()
+            pids.update(service.seen_pids)
+        return sorted(pids)
+
+    def stop_all(self, timeout=60):
+        """Stop every service: computes first, then conductor, placement.
+
+        :param timeout: seconds allowed for the graceful exit.
+        :returns: None
+        :raises: HarnessError listing services that would not die.
+        """
+        computes = [s for s in self.services if isinstance(s, Compute)]
+        others = [s for s in self.services if not isinstance(s, Compute)]
+        failed = []
+        for batch in (computes, others):
+            live = [s for s in batch if s.group_pids()]
+            for service in live:
+                service.signal(signal.SIGTERM)
+                service.signal(signal.SIGCONT)
+            try:
+                harness_ironic.wait_for(
+                    lambda: not any(s.group_pids() for s in live),
+                    timeout, 'the services to exit')
+            except harness_ironic.HarnessError:
+                LOG.warning('Still running after SIGTERM: %s',
+                            [s.name for s in live if s.group_pids()])
+            for service in batch:
+                try:
+                    harness_ironic.Service.kill(service, timeout)
+                except Exception:
+                    LOG.exception('Could not stop %s', service.name)
+                    failed.append(service.name)
+        if failed:
+            raise harness_ironic.HarnessError(
+                'Services left running: %s' % failed)
+
+
+def _heartbeat(cadence):
+    down = cadence.get('service_down_time')
+    if down is None:
+        return None
+    return max(1, down // 5)
+
+
+def _host_port(url):
+    from sqlalchemy.engine import url as sa_url
+    parsed = sa_url.make_url(url)
+    default = 5432 if parsed.get_backend_name() == 'postgresql' else 3306
+    return parsed.host or '127.0.0.1', parsed.port or default
+
+
+def _replace_host_port(url, host, port):
+    from sqlalchemy.engine import url as sa_url
+    parsed = sa_url.make_url(url).set(host=host, port=port)
+    return parsed.render_as_string(hide_password=False)

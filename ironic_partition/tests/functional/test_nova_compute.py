@@ -1,0 +1,441 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The nova lane: real nova-compute services running our driver.
+
+One deployment per class (a real Ironic, placement, nova-conductor and
+three nova-compute services on MariaDB, PostgreSQL and RabbitMQ; see
+:class:`ironic_partition.testing.NovaFixture`). Everything is asserted
+from outside: nova's cell database, placement's API and the computes'
+resource-tracker log lines, never our own reports. See
+``doc/source/contributor/nova-lane.rst``.
+"""
+
+import logging
+import os
+import re
+import subprocess
+import time
+import unittest
+
+from oslotest import base
+from testtools import content
+
+from ironic_partition import testing as harness
+from ironic_partition.testing import nova as harness_nova
+from ironic_partition.testing import novalane
+
+LOG = logging.getLogger(__name__)
+
+HOSTS = ['cn1', 'cn2', 'cn3']
+NODES = 36
+GROUPS = ['rack1', 'rack1', 'rack2']
+
+#: Extra seconds on every bound: a resource-tracker run over a dozen
+#: nodes takes a few seconds on two loaded cores.
+SLACK = 15
+
+
+class _Lane(base.BaseTestCase):
+    """One deployment for the whole class, checked from outside."""
+
+    CADENCE = harness_nova.SHORT_CADENCE
+    PARTITION_OPTIONS = {'membership_stale_timeout': 20}
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.started = time.time()
+        cls.ironic = harness.IronicFixture(db_backend='postgresql',
+                                           conductor_groups=['rack1',
+                                                             'rack2'])
+        cls.ironic.setUp()
+        try:
+            nodes = harness.bulk_enroll(cls.ironic.config_file, NODES,
+                                        GROUPS, provision_state='available')
+            cls.group = sorted(n['uuid'] for n in nodes
+                               if n['conductor_group'] == 'rack1')
+            cls.other = sorted(n['uuid'] for n in nodes
+                               if n['conductor_group'] == 'rack2')
+            cls.nova = harness_nova.NovaFixture(
+                cls.ironic.endpoint, HOSTS, partition_key='rack1',
+                cadence=cls.CADENCE,
+                partition_options=cls.PARTITION_OPTIONS)
+            cls.nova.setUp()
+            cls.recorder = novalane.Recorder(cls.nova.cell_url,
+                                             cls.nova.placement_endpoint)
+            cls.recorder.start()
+        except BaseException:
+            cls._tear_down()
+            raise
+        cls.switched = False
+
+    @classmethod
+    def _tear_down(cls):
+        for name in ('recorder',):
+            if getattr(cls, name, None) is not None:
+                getattr(cls, name).stop()
+        for name in ('nova', 'ironic'):
+            fixture = getattr(cls, name, None)
+            if fixture is not None:
+                try:
+                    fixture.cleanUp()
+                except Exception:
+                    LOG.exception('Cleaning up %s failed', name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tear_down()
+        super().tearDownClass()
+
+    def setUp(self):
+        super().setUp()
+        self.t0 = time.time()
+        for host, compute in sorted(self.nova.computes.items()):
+            self.addDetail('log-nova-compute-%s' % host,
+                           content.content_from_file(compute.log_path,
+                                                     buffer_now=False))
+        for service in (self.nova.conductor, self.nova.placement):
+            self.addDetail('log-%s' % service.name,
+                           content.content_from_file(service.log_path,
+                                                     buffer_now=False))
+
+    # -- observations -------------------------------------------------------
+
+    def cadence(self, name, default):
+        value = self.CADENCE.get(name)
+        return default if value is None else value
+
+    def takeover_bound(self):
+        """The documented bound, in nova's terms, plus slack.
+
+        ``max(service_down_time, lease_time)`` for the dead service's
+        heartbeat and claims to run out, then one resource-tracker period
+        (``update_resources_interval``, 60 s when unset) for a survivor's
+        next run. ``periodic_fuzzy_delay`` delays only the first run.
+
+        :returns: seconds.
+        """
+        down = self.cadence('service_down_time', 60)
+        interval = self.cadence('update_resources_interval', 0) or 60
+        lease = max(down, 2 * interval)
+        return max(down, lease) + interval + SLACK
+
+    def split_done(self, live):
+        owners = novalane.ring_owners(live, self.group)
+        hosts_of = self.recorder.hosts_of()
+        providers = getattr(self.recorder, 'current_providers', {})
+        for node in self.group:
+            if [h.lower() for h in hosts_of.get(node, [])] != [owners[node]]:
+                return False
+            if providers.get(node) != node:
+                return False
+        return True
+
+    def wait_split(self, live, timeout):
+        """Wait until nova's database and placement show the split.
+
+        :param live: the live computes.
+        :param timeout: seconds.
+        :returns: the seconds it took.
+        """
+        start = time.time()
+        harness.wait_for(lambda: self.split_done(live), timeout,
+                         'the split of rack1 over %s in nova' % live,
+                         interval=0.5, check=self.nova.check_services)
+        return time.time() - start
+
+    def double_holds(self, since):
+        per = {}
+        for host, compute in self.nova.computes.items():
+            events = novalane.parse_compute_log(compute.log_path)
+            per[host] = novalane.holds(events)
+        seconds, overlaps = novalane.double_held(per)
+        recent = {node: [o for o in spans if o[1] > since]
+                  for node, spans in overlaps.items()}
+        recent = {n: s for n, s in recent.items() if s}
+        return sum((e - s) * (len(h) - 1) for spans in recent.values()
+                   for s, e, h in spans), recent
+
+    def assert_no_double_hold(self, since=None):
+        seconds, overlaps = self.double_holds(self.t0 if since is None
+                                              else since)
+        self.addDetail('double-holds', content.text_content(
+            '%.1f node-seconds: %r' % (seconds, overlaps)))
+        self.assertEqual({}, overlaps, 'nodes held by two computes '
+                         '(%.1f node-seconds)' % seconds)
+
+    def assert_no_damage(self):
+        damage = self.recorder.damage()
+        self.assertEqual(
+            {'deleted_rows': [], 'recreated_rows': [],
+             'vanished_providers': [], 'changed_providers': []}, damage)
+        self.assertGreater(self.recorder.polls, 0)
+
+    def moves_since(self, since):
+        return [m for m in self.recorder.moves if m[0] >= since]
+
+    def wait_log(self, host, pattern, since, timeout):
+        """Wait for a line matching ``pattern`` logged after ``since``.
+
+        :returns: the line.
+        """
+        regex = re.compile(pattern)
+        path = self.nova.computes[host].log_path
+
+        def find():
+            with open(path, 'rb') as stream:
+                for raw in stream:
+                    line = raw.decode('utf-8', 'replace')
+                    stamp = novalane._TS_RE.match(line)
+                    if (stamp and regex.search(line) and
+                            novalane._log_time(stamp.group(1)) >= since):
+                        return line
+            return None
+        return harness.wait_for(find, timeout, '%r in %s' % (pattern, host),
+                                interval=0.5)
+
+    def steady(self):
+        return self.wait_split(HOSTS, self.takeover_bound() * 2)
+
+
+class PartitionLaneTest(_Lane):
+    """Our driver, a short cadence: nova's periodic every 4 s."""
+
+    def test_a_steady_state(self):
+        took = self.steady()
+        LOG.info('Complete report %.1f s after the class started',
+                 time.time() - self.started)
+        rows = self.recorder.hosts_of()
+        self.assertEqual(set(self.group),
+                         set(rows) - (set(self.other)
+                                      if self.switched else set()))
+        providers = self.recorder.current_providers
+        if not self.switched:
+            for node in self.other:
+                self.assertNotIn(node, rows)
+                self.assertNotIn(node, providers)
+        self.assertEqual(len(self.group), len(
+            [n for n in providers if n in self.group]))
+        rss = novalane.rss_bytes(self.nova.all_pids() +
+                                 self.ironic.all_pids())
+        self.addDetail('figures', content.text_content(
+            'settled %.1f s after class start (waited %.1f s); '
+            'RSS of all services %.0f MiB' % (
+                time.time() - self.started, took, rss / 2 ** 20)))
+        self.assert_no_double_hold(since=0)
+        self.assert_no_damage()
+
+    def test_b_kill_takeover_within_bound(self):
+        self.steady()
+        killed = time.time()
+        self.nova.kill_compute('cn3')
+        took = self.wait_split(['cn1', 'cn2'], self.takeover_bound())
+        self.addDetail('takeover', content.text_content(
+            'takeover after SIGKILL in %.1f s (bound %d s)' % (
+                took, self.takeover_bound())))
+        self.nova.start_compute('cn3')
+        self.steady()
+        self.assert_no_double_hold(since=killed)
+        self.assert_no_damage()
+
+    def test_c_restart_moves_nothing(self):
+        self.steady()
+        since = time.time()
+        self.nova.restart_compute('cn2')
+        self.nova.wait_for_services(['cn2'])
+        self.wait_log('cn2', 'Final resource view', since, 120)
+        self.steady()
+        self.assert_no_double_hold(since=since)
+        self.assert_no_damage()
+        self.assertEqual([], self.moves_since(since))
+
+    def test_d_rolling_restart(self):
+        self.steady()
+        since = time.time()
+        for host in HOSTS:
+            step = time.time()
+            self.nova.restart_compute(host)
+            self.wait_log(host, 'Final resource view', step, 120)
+            self.steady()
+        self.assert_no_double_hold(since=since)
+        self.assert_no_damage()
+
+    def test_e_sigstop_longer_than_lease(self):
+        self.steady()
+        since = time.time()
+        self.nova.pause_compute('cn1')
+        try:
+            # Taken over while stopped: the lease ran out.
+            self.wait_split(['cn2', 'cn3'], self.takeover_bound())
+        finally:
+            self.nova.resume_compute('cn1')
+        self.steady()
+        self.wait_log('cn1', 'Final resource view', since, 120)
+        self.assert_no_damage()
+        seconds, overlaps = self.double_holds(since)
+        self.addDetail('sigstop', content.text_content(
+            '%.1f double-held node-seconds after SIGCONT: %r'
+            % (seconds, overlaps)))
+        # NOTE(ironic-partition): after SIGCONT nova acts on its old view
+        # until its next resource-tracker run; only nova's run can end
+        # that hold. Measured, and asserted to stay within one run.
+        for spans in overlaps.values():
+            for start, end, _hosts in spans:
+                self.assertLess(end - start, SLACK)
+
+    def _cut_and_back(self, cut, restore, what):
+        self.steady()
+        since = time.time()
+        cut()
+        try:
+            bound = (self.PARTITION_OPTIONS['membership_stale_timeout'] +
+                     self.takeover_bound())
+            for host in HOSTS:
+                self.wait_log(host, 'Virt driver is not ready', since,
+                              bound)
+        finally:
+            restore()
+        back = time.time()
+        took = self.wait_split(HOSTS, self.takeover_bound() * 2)
+        self.addDetail(what, content.text_content(
+            'not ready on every compute, split back %.1f s after restore'
+            % took))
+        self.assertGreater(time.time(), back)
+        self.assert_no_damage()
+        self.assert_no_double_hold(since=since)
+
+    def test_f_membership_database_cut(self):
+        proxy = self.nova.membership_proxy
+        self._cut_and_back(proxy.cut, proxy.restore, 'membership-cut')
+
+    def test_g_ironic_unreachable(self):
+        self._cut_and_back(self.ironic.stop_api, self.ironic.start_api,
+                           'ironic-down')
+
+    # NOTE(ironic-partition): nova 34's nova-compute, in its threading
+    # mode (oslo.service 4.8), stops working after SIGHUP: its main thread
+    # ends (a Guru Meditation report shows it in futurist's _clean_up
+    # join at interpreter exit), the periodic resource-tracker run waits
+    # forever on its executor's future and RPC publishes hang; the process
+    # stays alive and logs nothing more. nova's own ironic.IronicDriver
+    # does the same, so the group switch never reaches nova. Set
+    # IRONIC_PARTITION_TEST_NOVA_STRICT=1 to run it as a plain test.
+    if os.environ.get('IRONIC_PARTITION_TEST_NOVA_STRICT') != '1':
+        _sighup = unittest.expectedFailure
+    else:
+        def _sighup(func):
+            return func
+
+    @_sighup
+    def test_h_sighup_switch_group(self):
+        self.steady()
+        since = time.time()
+        type(self).switched = True
+        self.nova.edit_compute_config('cn3', {'ironic': {
+            'partition_key': 'rack2', 'peer_list': 'cn3'}})
+        for host in ('cn1', 'cn2'):
+            self.nova.edit_compute_config(host, {'ironic': {
+                'peer_list': 'cn1,cn2'}})
+        for host in HOSTS:
+            self.nova.sighup_compute(host)
+
+        def switched():
+            rows = self.recorder.hosts_of()
+            return (self.split_done(['cn1', 'cn2']) and
+                    all(rows.get(n) == ['cn3'] for n in self.other))
+        harness.wait_for(switched, self.takeover_bound() * 2,
+                         'cn3 to move to rack2', interval=0.5)
+        self.assert_no_double_hold(since=since)
+        self.assert_no_damage()
+        # And back.
+        back = time.time()
+        for host in HOSTS:
+            self.nova.edit_compute_config(host, {'ironic': {
+                'partition_key': 'rack1', 'peer_list': ','.join(HOSTS)}})
+            self.nova.sighup_compute(host)
+        self.steady()
+        self.assert_no_double_hold(since=back)
+        self.assert_no_damage()
+
+    def _refused_start(self, host, changes):
+        """Start one more nova-compute that must refuse to start.
+
+        :returns: its output (stdout and stderr).
+        """
+        sections = self.nova.compute_config(host)
+        for section, options in changes.items():
+            sections.setdefault(section, {}).update(options)
+        path = os.path.join(self.nova.workdir, 'refused-%s.conf' % host)
+        harness_nova._write_config(path, sections)
+        out = subprocess.run(['nova-compute', '--config-file', path],
+                             capture_output=True, text=True, timeout=180,
+                             start_new_session=True)
+        self.assertNotEqual(0, out.returncode, out.stdout + out.stderr)
+        log = sections['DEFAULT'].get('log_file')
+        text = out.stdout + out.stderr
+        if log and os.path.exists(log):
+            with open(log) as stream:
+                text += stream.read()
+        self.addDetail('refused-' + host, content.text_content(text))
+        # Nothing of it reached nova's records.
+        self.assertNotIn(host, [svc['host'] for svc in
+                                self.recorder.cell.services()])
+        return text
+
+    def test_i_conflicting_group_options_refuse_to_start(self):
+        text = self._refused_start('cnx', {'ironic': {
+            'partition_key': 'rack1', 'conductor_group': 'rack2',
+            'peer_list': 'cnx'}})
+        self.assertIn("Options [ironic] partition_key='rack1' and [ironic] "
+                      "conductor_group='rack2' name the same setting", text)
+
+    def test_j_per_host_sqlite_membership_refuses_to_start(self):
+        text = self._refused_start('cny', {
+            'ironic': {'peer_list': 'cny,cn1'},
+            'ironic_partition_database': {
+                'connection': 'sqlite:///%s' % os.path.join(
+                    self.nova.workdir, 'cny.sqlite')}})
+        self.assertIn('[ironic_partition_database] connection', text)
+        self.assertIn('which only this host can reach', text)
+
+
+class NovaDefaultCadenceLaneTest(_Lane):
+    """Our driver with nova's default cadence (60 s periodic, 60 s down).
+
+    Only when ``IRONIC_PARTITION_TEST_NOVA_SLOW=1``: it takes ~5 minutes.
+    """
+
+    CADENCE = harness_nova.NOVA_DEFAULT_CADENCE
+    PARTITION_OPTIONS = {'membership_stale_timeout': 300}
+
+    @classmethod
+    def setUpClass(cls):
+        if os.environ.get('IRONIC_PARTITION_TEST_NOVA_SLOW') != '1':
+            raise base.BaseTestCase.skipException(
+                'set IRONIC_PARTITION_TEST_NOVA_SLOW=1 to run the nova lane '
+                'with nova\'s default cadence (~5 minutes)')
+        super().setUpClass()
+
+    def test_kill_takeover_default_cadence(self):
+        self.steady()
+        self.assert_no_double_hold(since=0)
+        killed = time.time()
+        self.nova.kill_compute('cn2')
+        took = self.wait_split(['cn1', 'cn3'], self.takeover_bound())
+        self.addDetail('takeover', content.text_content(
+            'takeover after SIGKILL in %.1f s (bound %d s)' % (
+                took, self.takeover_bound())))
+        self.assert_no_double_hold(since=killed)
+        self.assert_no_damage()

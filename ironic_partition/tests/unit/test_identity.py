@@ -1,0 +1,147 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Process identities on a real SQLite database, and local liveness."""
+
+import os
+import subprocess
+import sys
+
+import fixtures
+
+from ironic_partition.db import api as db_api
+from ironic_partition import exception
+from ironic_partition import identity
+from ironic_partition.tests import base
+
+
+class TestLiveness(base.TestCase):
+
+    def test_this_process_is_not_gone(self):
+        self.assertFalse(identity.provably_gone(identity.liveness_token()))
+
+    def test_an_exited_process_is_gone(self):
+        child = subprocess.Popen([sys.executable, '-c', 'pass'])
+        token = identity.liveness_token(child.pid)
+        child.wait()
+        self.assertTrue(identity.provably_gone(token))
+
+    def test_a_reused_pid_is_gone(self):
+        parts = identity.liveness_token().split(' ')
+        parts[4] = '1'
+        self.assertTrue(identity.provably_gone(' '.join(parts)))
+
+    def test_another_machine_or_namespace_may_still_run(self):
+        parts = identity.liveness_token().split(' ')
+        for index, value in ((1, 'another-boot'), (2, 'pid:[1]')):
+            other = list(parts)
+            other[index] = value
+            other[3] = '999999'
+            self.assertFalse(identity.provably_gone(' '.join(other)))
+        self.assertFalse(identity.provably_gone(None))
+        self.assertFalse(identity.provably_gone('garbage'))
+
+
+class TestIdentity(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        path = self.useFixture(fixtures.TempDir()).path
+        self.db = db_api.Connection(
+            'sqlite:///' + os.path.join(path, 'm.sqlite'))
+        self.addCleanup(self.db.dispose)
+        self.db.upgrade()
+
+    def _identity(self, takeover=False):
+        return identity.Identity(self.db, 'CN1', 'agent', 60,
+                                 takeover=takeover)
+
+    def _row(self):
+        with self.db.engine.connect() as conn:
+            return tuple(conn.execute(db_api.sa.text(
+                'SELECT incarnation, origin, liveness_token, down, '
+                'last_seen FROM ironic_partition_services')).first())
+
+    def test_second_live_process_is_refused_and_nothing_written(self):
+        first = self._identity()
+        first.register('rack1')
+        row = self._row()
+        second = self._identity()
+        e = self.assertRaises(exception.DuplicateService, second.register)
+        self.assertIn("host 'cn1'", str(e))
+        self.assertIn('pid %d' % os.getpid(), str(e))
+        self.assertIn('--takeover', str(e))
+        self.assertEqual(row, self._row())
+
+    def test_takeover_fences_the_old_incarnation(self):
+        first = self._identity()
+        first.register()
+        self.db.acquire_claims('agent', 'cn1', ['n1'], 60,
+                               incarnation=first.incarnation)
+        second = self._identity(takeover=True)
+        second.register()
+        self.assertIsNone(second.adoptable)
+        self.assertRaises(exception.IdentityLost, first.beat)
+        self.assertIn('incarnation %s' % second.incarnation, first.lost)
+        self.assertRaises(exception.IdentityLost, self.db.renew_claims,
+                          'agent', 'cn1', 60, first.incarnation)
+        self.assertRaises(exception.IdentityLost, self.db.acquire_claims,
+                          'agent', 'cn1', ['n2'], 60,
+                          incarnation=first.incarnation)
+        # The old claims are not adopted: they expire, then are taken.
+        self.assertEqual(0, self.db.adopt_claims(
+            'agent', 'cn1', second.incarnation))
+        second.beat()
+
+    def test_takeover_of_nobody_is_refused(self):
+        e = self.assertRaises(exception.NothingToTakeOver,
+                              self._identity(takeover=True).register)
+        self.assertIn("host 'cn1'", str(e))
+        first = self._identity()
+        first.register()
+        first.release(leave=True)
+        self.assertRaises(exception.NothingToTakeOver,
+                          self._identity(takeover=True).register)
+
+    def test_graceful_restart_adopts_the_detached_claims(self):
+        first = self._identity()
+        first.register()
+        self.db.acquire_claims('agent', 'cn1', ['n1', 'n2'], 60,
+                               incarnation=first.incarnation)
+        epochs = self.db.held_claims('agent', 'cn1')
+        first.release(leave=False)
+        second = self._identity()
+        second.register()
+        self.assertEqual(2, self.db.adopt_claims('agent', 'cn1',
+                                                 second.incarnation))
+        self.assertEqual(epochs, self.db.held_claims(
+            'agent', 'cn1', incarnation=second.incarnation))
+
+    def test_crash_on_this_machine_is_provably_gone(self):
+        first = self._identity()
+        first.register()
+        child = subprocess.Popen([sys.executable, '-c', 'pass'])
+        child.wait()
+        # The first process "was" the child, which exited.
+        with self.db.engine.begin() as conn:
+            conn.execute(db_api.sa.text(
+                'UPDATE ironic_partition_services SET liveness_token = :t'),
+                {'t': identity.liveness_token(child.pid)})
+        self.db.acquire_claims('agent', 'cn1', ['n1'], 60,
+                               incarnation=first.incarnation)
+        second = self._identity()
+        second.register()
+        self.assertEqual(first.incarnation, second.adoptable)
+        self.assertEqual(1, self.db.adopt_claims(
+            'agent', 'cn1', second.incarnation, second.adoptable))
