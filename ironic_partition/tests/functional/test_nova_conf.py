@@ -97,3 +97,32 @@ class TestNovaCoexistence(base.BaseTestCase):
                           '[DEFAULT]\nhost = compute-9\n'
                           '[ironic]\npartition_key = rack1\n'
                           'peer_list = compute-1\n')
+
+    def test_conflicting_names_in_nova_conf_are_refused(self):
+        # nova registers partition_key as a deprecated name of
+        # conductor_group and silently uses one of two different values.
+        path = self.create_tempfiles([('nova', (
+            '[DEFAULT]\nhost = compute-1\n[ironic]\npartition_key = rack1\n'
+            'conductor_group = rack2\npeer_list = compute-1\n'))])[0]
+        self.conf(['--config-file', path], project='nova')
+        e = self.assertRaises(exception.ConflictingOptions,
+                              ip_conf.reread_immutable_options, self.conf,
+                              apply=False)
+        self.assertIn("[ironic] partition_key='rack1'", str(e))
+        self.assertIn("[ironic] conductor_group='rack2'", str(e))
+
+    def test_sighup_with_conflicting_names_keeps_the_old_values(self):
+        path = self.create_tempfiles([('nova', (
+            '[DEFAULT]\nhost = compute-1\n[ironic]\nconductor_group = rack1\n'
+            'peer_list = compute-1\n'))])[0]
+        self.conf(['--config-file', path], project='nova')
+        self.assertEqual('rack1', ip_conf.get_settings(self.conf)
+                         .partition_key)
+        with open(path, 'w') as stream:
+            stream.write('[DEFAULT]\nhost = compute-1\n[ironic]\n'
+                         'partition_key = rack1\nconductor_group = rack2\n'
+                         'peer_list = compute-1\n')
+        self.assertRaises(exception.ConflictingOptions,
+                          ip_conf.reread_immutable_options, self.conf)
+        self.assertEqual('rack1', ip_conf.get_settings(self.conf)
+                         .partition_key)
