@@ -611,7 +611,8 @@ class ClaimManager(object):
             self.db.upgrade()
         self._schema_checked = True
 
-    def round(self, ring_nodes, instance_nodes=(), partition_key=None):
+    def round(self, ring_nodes, instance_nodes=(), partition_key=None,
+              shard=None):
         """Run one claim round and decide what may be reported.
 
         Never raises for a database fault: the round then fails closed
@@ -623,6 +624,7 @@ class ClaimManager(object):
         :param instance_nodes: node UUIDs whose instance this service owns;
             always reported.
         :param partition_key: recorded with new claims.
+        :param shard: the shard, recorded with new claims.
         :returns: a :class:`ClaimOutcome`.
         """
         ring_nodes = frozenset(ring_nodes)
@@ -656,9 +658,10 @@ class ClaimManager(object):
             valid = frozenset(n for n, c in owned.items() if c.valid)
             to_claim = desired - valid
             if to_claim:
+                extra = {'shard': shard} if shard is not None else {}
                 self.db.acquire_claims(self.role, self.host, to_claim,
                                        self.lease_time, partition_key,
-                                       incarnation=inc)
+                                       incarnation=inc, **extra)
             held = self.db.held_claims(self.role, self.host,
                                        incarnation=inc)
         except DATABASE_ERRORS as exc:

@@ -67,6 +67,18 @@ class InvalidPeerList(ConfigurationError):
                 "registers with.")
 
 
+class InvalidShardPeerList(InvalidPeerList):
+    """This service's host is not in the peer list of its shard."""
+
+    msg_fmt = _("[ironic] peer_list %(peer_list)s must contain this "
+                "service's own host %(host)r when it is set with [ironic] "
+                "shard (%(shard)r): the listed services share the shard's "
+                "nodes. Add %(host)r to peer_list, remove peer_list to "
+                "manage the shard alone (as nova does), or set "
+                "[ironic_partition] host to the name this service registers "
+                "with.")
+
+
 class ConflictingOptions(ConfigurationError):
     """Two names for the same setting were given different values."""
 

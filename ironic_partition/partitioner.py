@@ -124,6 +124,28 @@ class RefreshResult(object):
         return tuple(sorted(self.membership.live))
 
 
+def _shard_kwargs(settings):
+    """The ``shard`` keyword argument, only when a shard is set.
+
+    :param settings: a :data:`~ironic_partition.conf.PartitionSettings`.
+    :returns: ``{'shard': ...}`` or ``{}``; the Ironic client, membership
+        backends and claims written before shards keep working unchanged.
+    """
+    # NOTE(ironic-partition): shard (issue 15).
+    return {'shard': settings.shard} if settings.shard is not None else {}
+
+
+def _describe(settings):
+    """The partition of some settings, for log lines.
+
+    :param settings: a :data:`~ironic_partition.conf.PartitionSettings`.
+    :returns: the conductor group, followed by the shard when one is set.
+    """
+    if settings.shard is None:
+        return repr(settings.partition_key)
+    return '%r shard %r' % (settings.partition_key, settings.shard)
+
+
 class Partitioner(object):
     """Computes and caches which nodes this service manages.
 
@@ -238,6 +260,20 @@ class Partitioner(object):
             return False
         if new == old:
             return False
+        # NOTE(ironic-partition): shard (issue 15). A shard change needs a
+        # restart, as nova registers [ironic] shard immutable: the
+        # membership row, the claims and the node cache all belong to the
+        # old shard. Refuse the whole change and keep the old settings.
+        if new.shard != old.shard:
+            LOG.error('Rejected the new partition settings, keeping '
+                      'partition_key=%(key)r peer_list=%(peers)s '
+                      'shard=%(shard)r: [ironic] shard cannot change on '
+                      'SIGHUP (%(shard)r -> %(new)r); restart the service '
+                      'to change it',
+                      {'key': old.partition_key,
+                       'peers': ','.join(old.peer_list),
+                       'shard': old.shard, 'new': new.shard})
+            return False
         with self._lock:
             self._settings = new
             self.rings.reset()
@@ -253,11 +289,12 @@ class Partitioner(object):
         return True
 
     def _read_membership(self, settings):
-        peers = settings.peer_list if settings.partition_key is not None \
+        peers = settings.peer_list if ip_conf.is_partitioned(settings) \
             else None
         try:
             membership = self.membership.members(settings.partition_key,
-                                                 peers)
+                                                 peers,
+                                                 **_shard_kwargs(settings))
         except claims_mod.DATABASE_ERRORS as e:
             raise exception.PartitionNotReady(
                 reason='the membership cannot be read: %s' % e)
@@ -295,7 +332,8 @@ class Partitioner(object):
         """
         try:
             nodes = self.client.list_nodes(
-                conductor_group=settings.partition_key)
+                conductor_group=settings.partition_key,
+                **_shard_kwargs(settings))
             if not nodes and settings.partition_key is not None:
                 self._check_group_served(settings.partition_key)
             # NOTE(ironic-partition): read after the listing, as nova
@@ -304,7 +342,7 @@ class Partitioner(object):
             seen = {n.instance_id for n in nodes
                     if n.instance_id is not None}
             missing = mine - seen
-            if missing and settings.partition_key is not None:
+            if missing and ip_conf.is_partitioned(settings):
                 listed = {n.id for n in nodes}
                 nodes = list(nodes) + [
                     n for n in self.client.nodes_for_instances(missing)
@@ -405,7 +443,8 @@ class Partitioner(object):
         if self.claims is None:
             return ownership, None
         outcome = self.claims.round(ownership.by_ring, ownership.by_instance,
-                                    partition_key=settings.partition_key)
+                                    partition_key=settings.partition_key,
+                                    **_shard_kwargs(settings))
         by_ring = tuple(u for u in ownership.by_ring
                         if u in outcome.ring_reported)
         return ownership._replace(
@@ -492,7 +531,7 @@ class Partitioner(object):
     def _log(result, announce):
         own = result.ownership
         params = {'managed': len(result.nodes), 'listed': result.listed,
-                  'key': result.settings.partition_key,
+                  'key': _describe(result.settings),
                   'members': ','.join(result.members),
                   'gained': len(result.gained), 'lost': len(result.lost),
                   'inst': len(own.by_instance), 'stranded': len(own.stranded),
@@ -503,9 +542,9 @@ class Partitioner(object):
                   'secs': result.seconds}
         if announce:
             LOG.info('Now managing %(managed)d of %(listed)d nodes of '
-                     'partition %(key)r with members %(members)s', params)
+                     'partition %(key)s with members %(members)s', params)
         LOG.info('Refresh: managing %(managed)d of %(listed)d nodes of '
-                 'partition %(key)r (%(inst)d with our instances); gained '
+                 'partition %(key)s (%(inst)d with our instances); gained '
                  '%(gained)d, lost %(lost)d, claimed %(claimed)d, released '
                  '%(released)d, waiting %(waiting)d, fenced %(fenced)d, '
                  'stranded %(stranded)d; members %(members)s; '

@@ -35,6 +35,7 @@ from oslo_log import log as logging
 from sqlalchemy.engine import url as sa_url
 
 from ironic_partition._i18n import _
+from ironic_partition import conf as ip_conf
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import ironic as ironic_conf
 from ironic_partition.conf import partition as partition_conf
@@ -274,6 +275,29 @@ def show_key(key):
     if key == '':
         return _('"" (the default group)')
     return key
+
+
+def show_shard(shard):
+    """Show a shard for people.
+
+    :param shard: None or a shard name.
+    :returns: a string.
+    """
+    if shard is None:
+        return _('(unset: every shard)')
+    return shard
+
+
+def read_members(backend, settings):
+    """Read the membership of a partition, shard included.
+
+    :param backend: a membership backend.
+    :param settings: the :data:`~ironic_partition.conf.PartitionSettings`.
+    :returns: a :class:`~ironic_partition.membership.base.Membership`.
+    """
+    peers = settings.peer_list if ip_conf.is_partitioned(settings) else None
+    extra = {'shard': settings.shard} if settings.shard is not None else {}
+    return backend.members(settings.partition_key, peers, **extra)
 
 
 def percent(part, whole):
@@ -521,9 +545,10 @@ def open_membership(conf, settings, role):
                      'nova-compute; the CLI reads the "database" and '
                      '"static" backends ([ironic_partition] '
                      'membership_backend)'))
+    extra = {'shard': settings.shard} if settings.shard is not None else {}
     backend = membership_base.get_backend(
         name, conf, settings.host, role,
-        partition_key=settings.partition_key)
+        partition_key=settings.partition_key, **extra)
     db = getattr(backend, 'db', None)
     if db is not None:
         check_database(db)

@@ -61,8 +61,9 @@ replaces ``PATH`` atomically (a temporary file in the same directory, then
     whether the last refresh succeeded; if not, why (``reason`` is null
     when ready). While not ready, ``managed`` is the last good partition,
     which the service keeps but does not act on.
-``partition_key``, ``peer_list``
-    the settings in force (after a SIGHUP, the new ones once applied).
+``partition_key``, ``peer_list``, ``shard``
+    the settings in force (after a SIGHUP, the new ones once applied; a
+    SIGHUP never changes ``shard``).
 ``peers``
     ``live``, ``dead``, ``never_seen`` (sorted host names) and ``stale``
     (the membership source was unreachable) of the last good refresh.
@@ -361,6 +362,7 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
             'ready': bool(ready),
             'reason': None if ready else reason,
             'partition_key': settings.partition_key,
+            'shard': settings.shard,
             'peer_list': list(settings.peer_list),
             'refresh_counter': self.refresh_counter,
             'refresh_ok_counter': self.refresh_ok_counter,
@@ -531,11 +533,11 @@ def _serve(conf, args):
         launcher.launch_service(agent)
         settings = agent.partitioner.settings
         LOG.info('Partition agent %(host)s (%(role)s) started: '
-                 'partition_key %(key)r, peers %(peers)s, refresh every '
-                 '%(interval)d s, membership %(backend)s, report file '
-                 '%(report)s',
+                 'partition_key %(key)r, shard %(shard)r, peers %(peers)s, '
+                 'refresh every %(interval)d s, membership %(backend)s, '
+                 'report file %(report)s',
                  {'host': settings.host, 'role': args.role,
-                  'key': settings.partition_key,
+                  'key': settings.partition_key, 'shard': settings.shard,
                   'peers': ','.join(settings.peer_list) or '-',
                   'interval': conf.ironic_partition.refresh_interval,
                   'backend': conf.ironic_partition.membership_backend,

@@ -30,7 +30,13 @@ otherwise). The checks:
     Ironic's group, peer_list against this host's name): ironic-partition
     ignores case, but nova's and Ironic's own code do not;
 ``peers``
-    every peer has heartbeated at least once.
+    every peer has heartbeated at least once;
+``shards``
+    when shards are in use (``[ironic] shard`` is set, or nodes of the
+    group have one), warns about nodes of the group without a shard (no
+    service of a shard manages them), an empty configured shard, and
+    shard names with upper-case letters (Ironic lower-cases the names it
+    filters on).
 
 With ``--inspection-config IRONIC_CONF``, two read-only audits against
 the inspection hook's map (``[ironic_partition_inspection] map`` of that
@@ -68,7 +74,7 @@ LOG = logging.getLogger(__name__)
 Finding = collections.namedtuple('Finding', ['check', 'severity', 'message'])
 
 CHECKS = ('config', 'database', 'duplicates', 'ironic', 'group', 'case',
-          'peers')
+          'peers', 'shards')
 
 #: The audits that ``--inspection-config`` adds.
 INSPECTION_CHECKS = ('inspection-map', 'inspection-served')
@@ -116,7 +122,11 @@ def _lenient_settings(conf):
         host = ip_conf.get_host(conf)
     except (cfg.Error, ValueError):
         host = None
-    return ip_conf.PartitionSettings(key, peers, host)
+    try:
+        shard = ip_conf.normalize_shard(conf.ironic.shard)
+    except (exception.ConfigurationError, cfg.Error, ValueError):
+        shard = None
+    return ip_conf.PartitionSettings(key, peers, host, shard)
 
 
 def _raw_partition_key(conf):
@@ -160,9 +170,7 @@ def _check_database(conf, settings, role, report):
         report.problem('database', e)
         return None
     try:
-        key = settings.partition_key
-        membership = backend.members(
-            key, settings.peer_list if key is not None else None)
+        membership = _common.read_members(backend, settings)
         db = getattr(getattr(backend, 'identity', None), 'db', None)
         if db is not None:
             _check_duplicates(db, role, report)
@@ -322,6 +330,56 @@ def _check_inspection(client, conductors, path, report):
     report.ok('inspection-served')
 
 
+def _check_shards(client, settings, report):
+    """Warn about nodes a sharded deployment leaves out.
+
+    :param client: the Ironic client.
+    :param settings: the partition settings.
+    :param report: the :class:`_Report`.
+    :returns: None
+    """
+    key = settings.partition_key
+    try:
+        nodes = client.list_nodes(conductor_group=key,
+                                  fields=('uuid', 'shard'))
+    except exception.IronicPartitionException as e:
+        if settings.shard is not None:
+            report.problem('shards', e)
+        # NOTE(ironic-partition): without a shard configured, an Ironic
+        # older than API 1.82 (no shards at all) is no problem.
+        return
+    shards = collections.Counter(n.shard for n in nodes)
+    if settings.shard is None and not set(shards) - {None}:
+        report.ok('shards')
+        return
+    where = (_('the whole fleet') if key is None
+             else _('conductor group %s') % _common.show_key(key))
+    if shards[None]:
+        report.warning('shards', _(
+            '%(count)d of the %(total)d nodes of %(where)s have no shard: '
+            'no service with [ironic] shard set lists them, so no one '
+            'manages them unless a service without a shard does. Set '
+            'their shard (openstack baremetal node set --shard <name>).')
+            % {'count': shards[None], 'total': len(nodes), 'where': where})
+    if settings.shard is not None and not any(
+            s is not None and s.lower() == settings.shard for s in shards):
+        report.warning('shards', _(
+            'No node of %(where)s is in [ironic] shard %(shard)r; shards '
+            'there: %(known)s.') % {
+                'where': where, 'shard': settings.shard,
+                'known': ', '.join(sorted(repr(s) for s in shards
+                                          if s is not None)) or '-'})
+    upper = sorted(s for s in shards if s is not None and s != s.lower())
+    if upper:
+        report.warning('shards', _(
+            'Shard names %(names)s have upper-case letters: Ironic '
+            'lower-cases the shard it filters nodes on, so on a '
+            'case-sensitive database (PostgreSQL) their nodes are never '
+            'listed by shard. Rename them in lower case.') % {
+                'names': ', '.join(repr(s) for s in upper)})
+    report.ok('shards')
+
+
 def run_checks(conf, role, inspection_config=None):
     """Run every check.
 
@@ -340,6 +398,8 @@ def run_checks(conf, role, inspection_config=None):
         _check_group(client, conductors, settings, report)
     _check_case(conf, settings, conductors, report)
     _check_peers(settings, membership, report)
+    if conductors is not None:
+        _check_shards(client, settings, report)
     checks = CHECKS
     if inspection_config:
         checks = CHECKS + INSPECTION_CHECKS
@@ -348,6 +408,7 @@ def run_checks(conf, role, inspection_config=None):
     return {
         'host': settings.host,
         'partition_key': settings.partition_key,
+        'shard': settings.shard,
         'peer_list': list(settings.peer_list),
         'role': role,
         'problems': [f._asdict() for f in report.problems],

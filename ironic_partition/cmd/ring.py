@@ -59,9 +59,9 @@ def compute_ring(conf, role, instance_hosts=None, progress=None):
         with progress.task(_('Listing nodes of group %s from Ironic')
                            % _common.show_key(key),
                            detail=_common.pages_detail(client)):
-            nodes = client.list_nodes(conductor_group=key)
-        membership = backend.members(
-            key, settings.peer_list if key is not None else None)
+            nodes = client.list_nodes(conductor_group=key,
+                                      shard=settings.shard)
+        membership = _common.read_members(backend, settings)
     finally:
         _common.close_membership(backend)
     group = conf.ironic_partition
@@ -96,6 +96,7 @@ def compute_ring(conf, role, instance_hosts=None, progress=None):
         'host': settings.host,
         'role': role,
         'partition_key': key,
+        'shard': settings.shard,
         'ring_mode': provider.mode,
         'partitions_per_member': provider.partitions,
         'listed': len(nodes),
@@ -116,10 +117,14 @@ def render_compute(doc):
     :returns: a list of lines.
     """
     stats = doc['balance']
+    key = _common.show_key(doc['partition_key'])
+    if doc.get('shard') is not None:
+        key = _('%(key)s, shard %(shard)s') % {'key': key,
+                                               'shard': doc['shard']}
     lines = [_('Ring of partition %(key)s (%(mode)s, %(parts)d points per '
                'member): %(listed)d nodes, %(ring)d on the ring, %(inst)d '
                'with instances') % {
-                   'key': _common.show_key(doc['partition_key']),
+                   'key': key,
                    'mode': doc['ring_mode'],
                    'parts': doc['partitions_per_member'],
                    'listed': doc['listed'], 'ring': doc['ring_nodes'],

@@ -121,6 +121,21 @@ def group_names(count):
     return ['rack%d' % (index + 1) for index in range(count)]
 
 
+def partition_names(groups, shards=0):
+    """Names of simulated partitions: groups, or (group, shard) pairs.
+
+    :param groups: how many conductor groups.
+    :param shards: how many shards in each group; 0 for none.
+    :returns: a list of names, ``rack1`` or ``rack1.shard1`` (a service
+        of a shard shares only that shard's nodes of its group).
+    """
+    names = group_names(groups)
+    if not shards:
+        return names
+    return ['%s.shard%d' % (group, index + 1)
+            for group in names for index in range(shards)]
+
+
 def member_names(group, count, start=1, single=True):
     """Names of simulated members of a group.
 
@@ -159,18 +174,19 @@ def _parse_event(option, value):
     return 0, names
 
 
-def plan(nodes, groups, members, leave=None, join=None):
+def plan(nodes, groups, members, leave=None, join=None, shards=0):
     """Lay out the simulated fleet and the event.
 
-    Nodes go to groups round robin. Counted leaves and joins apply to the
-    first group; named ones to the group holding the name (a joining name
-    goes to the first group).
+    Nodes go to partitions (groups, or each group's shards) round robin.
+    Counted leaves and joins apply to the first partition; named ones to
+    the partition holding the name (a joining name goes to the first).
 
     :param nodes: the node UUIDs.
     :param groups: how many conductor groups.
-    :param members: members per group.
+    :param members: members per partition.
     :param leave: ``--leave``: a count or comma-separated names.
     :param join: ``--join``: a count or comma-separated names.
+    :param shards: shards per group (``--shards``); 0 for none.
     :returns: a list of dicts, one per group, with ``group``, ``nodes``,
         ``before``, ``after``, ``leaving`` and ``joining``.
     :raises InvalidCommandInput: for an impossible event.
@@ -181,11 +197,14 @@ def plan(nodes, groups, members, leave=None, join=None):
     if members < 1:
         raise exception.InvalidCommandInput(
             option='--members', value=members, reason=_('at least 1'))
-    names = group_names(groups)
-    single = groups == 1
+    if shards < 0:
+        raise exception.InvalidCommandInput(
+            option='--shards', value=shards, reason=_('0 or more'))
+    names = partition_names(groups, shards)
+    single = len(names) == 1
     layout = []
     for index, group in enumerate(names):
-        layout.append({'group': group, 'nodes': nodes[index::groups],
+        layout.append({'group': group, 'nodes': nodes[index::len(names)],
                        'before': member_names(group, members, single=single),
                        'leaving': [], 'joining': []})
     leave_count, leave_names = _parse_event('--leave', leave)
@@ -275,7 +294,7 @@ def simulate_group(entry, mode, partitions, load_factor, keep_moves=False):
 def simulate(nodes, groups, members, leave=None, join=None,
              modes=('tooz',), partitions=hash_ring.DEFAULT_PARTITION_NUMBER,
              load_factor=hash_ring.DEFAULT_LOAD_FACTOR, keep_moves=False,
-             progress=None):
+             progress=None, shards=0):
     """Run the whole simulation.
 
     :param nodes: the node UUIDs.
@@ -288,11 +307,12 @@ def simulate(nodes, groups, members, leave=None, join=None,
     :param load_factor: the balanced mode's bound.
     :param keep_moves: list every moved node.
     :param progress: a :class:`~ironic_partition.cmd._common.Progress`.
+    :param shards: shards per group; 0 for none.
     :returns: a JSON-serialisable dict.
     """
     progress = progress or _common.Progress(enabled=False)
     start = time.monotonic()
-    layout = plan(nodes, groups, members, leave, join)
+    layout = plan(nodes, groups, members, leave, join, shards=shards)
     runs = []
     for mode in modes:
         mode_start = time.monotonic()
@@ -323,6 +343,7 @@ def simulate(nodes, groups, members, leave=None, join=None,
     return {
         'nodes': len(nodes),
         'groups': groups,
+        'shards_per_group': shards,
         'members_per_group': members,
         'partitions_per_member': partitions,
         'load_factor': load_factor,
@@ -451,7 +472,8 @@ def run(conf):
     doc = simulate(nodes, args.groups, args.members, args.leave, args.join,
                    modes=modes, partitions=2 ** exponent,
                    load_factor=args.load_factor,
-                   keep_moves=args.list_moves, progress=progress)
+                   keep_moves=args.list_moves, progress=progress,
+                   shards=args.shards)
     if args.format == 'json':
         if not args.list_moves:
             for run_doc in doc['runs']:
@@ -489,6 +511,12 @@ def add_parsers(subparsers):
     parser.add_argument('--groups', type=int, default=1,
                         help=_('Conductor groups; nodes are spread over '
                                'them round robin (default: %(default)s).'))
+    parser.add_argument('--shards', type=int, default=0,
+                        help=_('Ironic shards per conductor group: each '
+                               '(group, shard) pair is a partition with '
+                               'its own ring and --members members, as '
+                               'with [ironic] shard and peer_list (default: '
+                               '%(default)s, no shards).'))
     parser.add_argument('--leave', metavar='COUNT|NAMES',
                         help=_('Members leaving: a count (the last members '
                                'of the first group) or comma-separated '

@@ -133,7 +133,8 @@ def read_claims(conf, membership, role, settings):
     expired = 0
     mine = []
     for claim in snapshot.claims:
-        if claim.partition_key != key:
+        if claim.partition_key != key or (
+                (claim.shard or None) != settings.shard):
             continue
         if not claim.valid or claim.owner is None:
             expired += 1
@@ -170,6 +171,7 @@ def _stranded(client, part, result, instance_hosts):
     instances = {
         n.id: n.instance_id for n in client.list_nodes(
             conductor_group=result.settings.partition_key,
+            shard=result.settings.shard,
             fields=('uuid', 'instance_uuid'), associated=True)
         if n.id in wanted}
     # NOTE(ironic-partition): a node with an instance is outside the key
@@ -203,6 +205,7 @@ def to_dict(data):
         'host': settings.host,
         'role': data['role'],
         'partition_key': settings.partition_key,
+        'shard': settings.shard,
         'peer_list': list(settings.peer_list),
         'membership_backend': data['backend'].get('backend'),
         'membership_connection': data['backend'].get('connection'),
@@ -274,6 +277,10 @@ def render(doc, long_listing=False):
         (_('Host'), doc['host']),
         (_('Role'), doc['role']),
         (_('Partition key'), _common.show_key(doc['partition_key'])),
+    ]
+    if doc.get('shard') is not None:
+        fields.append((_('Shard'), _common.show_shard(doc['shard'])))
+    fields += [
         (_('Peer list'), ', '.join(doc['peer_list']) or '-'),
         (_('Membership'), '%s %s' % (
             doc['membership_backend'],

@@ -35,9 +35,12 @@ from ironic_partition import ironic as ironic_client
 #: ``partition_key`` is ``None`` (partitioning off) or a lower-cased
 #: conductor group, ``""`` being Ironic's default group. ``peer_list`` is a
 #: tuple of lower-cased, unique host names in the order written. ``host``
-#: is this service's own lower-cased host name.
+#: is this service's own lower-cased host name. ``shard`` is ``None`` (no
+#: shard filter) or a lower-cased Ironic shard name: the partition is the
+#: pair ``(partition_key, shard)``.
 PartitionSettings = collections.namedtuple(
-    'PartitionSettings', ['partition_key', 'peer_list', 'host'])
+    'PartitionSettings', ['partition_key', 'peer_list', 'host', 'shard'],
+    defaults=(None,))
 
 
 def _has_opt(conf, group, name):
@@ -142,6 +145,46 @@ def normalize_peer_list(values, option='peer_list'):
     return tuple(seen)
 
 
+def normalize_shard(value, option='shard'):
+    """Validate and lower-case an Ironic shard name.
+
+    Ironic lower-cases the names of its ``shard`` list filter, so the
+    lower-cased name is the one that selects nodes.
+
+    :param value: ``None`` or a string.
+    :param option: the option name to blame in an error.
+    :returns: ``None`` or the lower-cased shard.
+    :raises ConfigurationError: naming the option, the value and what is
+        allowed.
+    """
+    if value is None:
+        return None
+    try:
+        ironic.check_shard(value)
+    except ValueError as e:
+        raise _config_error(option, value, str(e))
+    return value.lower()
+
+
+def _read_shard(conf):
+    # NOTE(ironic-partition): nova registers [ironic] shard itself (a
+    # StrOpt with the same rules); ours is registered where nova is not.
+    group = conf[ironic.GROUP]
+    if 'shard' not in group:
+        return None
+    return normalize_shard(group.shard)
+
+
+def is_partitioned(settings):
+    """Whether a service is confined to a partition of the fleet.
+
+    :param settings: a :data:`PartitionSettings`.
+    :returns: True when a conductor group or a shard is set; then only
+        the services of ``peer_list`` (and this one) share its nodes.
+    """
+    return settings.partition_key is not None or settings.shard is not None
+
+
 def _read_partition_key(conf):
     group = conf[ironic.GROUP]
     if nova_owns_ironic_opts(conf):
@@ -175,9 +218,18 @@ def get_settings(conf):
         not contain this service's host.
     """
     key = _read_partition_key(conf)
+    shard = _read_shard(conf)
     peers = normalize_peer_list(conf[ironic.GROUP].peer_list)
     host = get_host(conf)
-    if key is not None:
+    if shard is not None:
+        # NOTE(ironic-partition): nova 34 with a shard manages the shard
+        # alone, whatever conductor_group and peer_list say; so does this
+        # service without peer_list. With peer_list, its services share
+        # the shard, and this service must be one of them.
+        if peers and host not in peers:
+            raise exception.InvalidShardPeerList(
+                peer_list=list(peers), host=host, shard=shard)
+    elif key is not None:
         if not peers:
             raise _config_error(
                 'peer_list', [],
@@ -187,7 +239,7 @@ def get_settings(conf):
         if host not in peers:
             raise exception.InvalidPeerList(
                 peer_list=list(peers), host=host, partition_key=key)
-    return PartitionSettings(key, peers, host)
+    return PartitionSettings(key, peers, host, shard)
 
 
 def validate(conf):
@@ -219,30 +271,35 @@ def _config_sources(conf):
 
 
 def reread_immutable_options(conf, apply=True):
-    """Re-read nova's immutable ``[ironic] peer_list`` from the config files.
+    """Re-read the immutable partition options from the config files.
 
     oslo.config's ``mutate_config_files`` (SIGHUP) only changes options
-    registered as mutable. nova 34 registers ``[ironic] peer_list``
-    without ``mutable=True``, so inside nova-compute a SIGHUP would leave
-    the old peer list in force. This reads ``partition_key`` and
-    ``peer_list`` again from the same config files and directories into a
-    private ``ConfigOpts`` and applies them to ``conf`` as overrides, so
-    they follow the files on every SIGHUP like the other options.
+    registered as mutable. nova 34 registers ``[ironic] peer_list`` and
+    ``shard`` without ``mutable=True``, and ours registers ``shard`` the
+    same way, so a SIGHUP would leave their old values in force without a
+    word. This reads them again from the same config files and
+    directories into a private ``ConfigOpts`` and applies them to ``conf``
+    as overrides: inside nova-compute ``partition_key`` and ``peer_list``
+    then follow the files on every SIGHUP like the other options, and a
+    changed ``shard`` reaches :meth:`~ironic_partition.partitioner.
+    Partitioner.reload_settings`, which refuses it (a shard change needs
+    a restart).
 
-    Does nothing when our own (mutable) options are registered.
+    With our own (mutable) ``partition_key`` and ``peer_list``, only
+    ``shard`` is re-read, and only when the service was started from
+    config files.
 
     :param conf: the service's ``ConfigOpts``.
     :param apply: False only reads and checks the files (at start: nova
         silently uses one of ``partition_key`` and ``conductor_group``
         when both are set); nothing is overridden.
     :returns: a dict of the option names whose value changed to their new
-        value (empty when nothing changed, nova is not involved, or the
+        value (empty when nothing changed, nothing was re-read, or the
         configuration has no files).
     :raises ConfigurationError: when the files cannot be parsed, or hold
         an invalid value; ``conf`` is left unchanged then.
     """
-    if not nova_owns_ironic_opts(conf):
-        return {}
+    nova = nova_owns_ironic_opts(conf)
     files, dirs = _config_sources(conf)
     if not files and not dirs:
         return {}
@@ -252,22 +309,35 @@ def reread_immutable_options(conf, apply=True):
         fresh(args=[], project=conf.project, prog=conf.prog,
               default_config_files=files, default_config_dirs=dirs,
               use_env=False)
-        values = {'conductor_group': _read_partition_key(fresh),
-                  'peer_list': list(fresh[ironic.GROUP].peer_list or ())}
-    except (cfg.Error, ValueError) as e:
+        # NOTE(ironic-partition): validated here, kept as written.
+        raw_shard = fresh[ironic.GROUP].shard
+        normalize_shard(raw_shard)
+        values = {'shard': raw_shard}
+        if nova:
+            values.update({
+                'conductor_group': _read_partition_key(fresh),
+                'peer_list': list(fresh[ironic.GROUP].peer_list or ())})
+    except (cfg.Error, ValueError, exception.ConfigurationError) as e:
         raise exception.ConfigurationError(
-            message='Cannot re-read [%s] partition_key and peer_list from '
-                    '%s: %s' % (ironic.GROUP, ', '.join(files + dirs), e))
+            message='Cannot re-read [%s] %s from %s: %s' % (
+                ironic.GROUP, ', '.join(
+                    ['partition_key', 'peer_list', 'shard'] if nova
+                    else ['shard']),
+                ', '.join(files + dirs), e))
     if not apply:
         return {}
     changed = {}
     for name, value in values.items():
+        if name not in conf[ironic.GROUP]:
+            continue
         current = conf[ironic.GROUP][name]
-        if name == 'conductor_group' and current is not None:
+        if name in ('conductor_group', 'shard') and current is not None:
             current = current.lower()
         if name == 'peer_list':
             current = list(current or ())
-        if current != value:
+        compared = (value.lower() if name == 'shard' and value is not None
+                    else value)
+        if current != compared:
             changed[name] = value
         conf.set_override(name, value, group=ironic.GROUP)
     return changed

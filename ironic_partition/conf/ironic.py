@@ -12,11 +12,12 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Options of the ``[ironic]`` group: ``partition_key`` and ``peer_list``.
+"""Options of the ``[ironic]`` group: partition_key, peer_list and shard.
 
-These are the options nova's specification (seed 000) defines. Inside
+The first two are the options nova's specification (seed 000) defines;
+``shard`` is nova's ``[ironic] shard`` (Ironic API 1.82). Inside
 nova-compute, nova registers its own ``[ironic] conductor_group`` (with the
-deprecated name ``partition_key``) and ``[ironic] peer_list``; then
+deprecated name ``partition_key``), ``peer_list`` and ``shard``; then
 :func:`ironic_partition.conf.register_opts` leaves nova's definitions in
 place, and :func:`ironic_partition.conf.get_settings` reads them, so what an
 operator writes in nova.conf is what this plugin uses.
@@ -39,6 +40,15 @@ GROUP_ALPHABET = 'a-z, A-Z, 0-9, "_", "." and "-"'
 _GROUP_RE = re.compile(r'[a-zA-Z0-9_.-]*\Z')
 _HOST_RE = re.compile(r'[a-zA-Z0-9_.-]+\Z')
 
+#: An Ironic shard name, as nova's ``[ironic] shard`` defines it.
+MAX_SHARD_LENGTH = 255
+SHARD_ALPHABET = 'a-z, A-Z, 0-9, "_", "." and "-"'
+# NOTE(ironic-partition): nova's option allows exactly this (without the
+# trailing-newline hole of ``$``). Ironic's node field takes any string,
+# but its ``shard`` list filter splits on "," and lower-cases every name,
+# so a name outside this alphabet could never be filtered on as written.
+_SHARD_RE = re.compile(r'[a-zA-Z0-9_.-]+\Z')
+
 
 def check_conductor_group(value):
     """Check a conductor group name the way Ironic defines it.
@@ -60,6 +70,31 @@ def check_conductor_group(value):
               'contain %(allowed)s ("" is the default group)') %
             {'value': value, 'bad': ', '.join(repr(c) for c in bad),
              'allowed': GROUP_ALPHABET})
+    return value
+
+
+def check_shard(value):
+    """Check an Ironic shard name the way nova's ``[ironic] shard`` does.
+
+    :param value: the raw string.
+    :returns: the value, unchanged.
+    :raises ValueError: with a message saying what is allowed.
+    """
+    if len(value) > MAX_SHARD_LENGTH:
+        raise ValueError(
+            _('%(value)r is %(len)d characters long; a shard has at most '
+              '%(max)d') % {'value': value[:40] + '...', 'len': len(value),
+                            'max': MAX_SHARD_LENGTH})
+    if not _SHARD_RE.match(value):
+        bad = sorted({c for c in value if not _SHARD_RE.match(c)})
+        raise ValueError(
+            _('%(value)r is not a shard name%(bad)s; a shard is not empty '
+              'and may only contain %(allowed)s (unset the option for no '
+              'shard)') %
+            {'value': value,
+             'bad': (' (it contains %s)' % ', '.join(repr(c) for c in bad)
+                     if bad else ''),
+             'allowed': SHARD_ALPHABET})
     return value
 
 
@@ -87,6 +122,16 @@ class ConductorGroup(types.String):
 
     def __call__(self, value):
         return check_conductor_group(super().__call__(value))
+
+
+class ShardName(types.String):
+    """An oslo.config type for an Ironic shard name."""
+
+    def __init__(self):
+        super().__init__(type_name='shard')
+
+    def __call__(self, value):
+        return check_shard(super().__call__(value))
 
 
 class HostName(types.String):
@@ -133,7 +178,25 @@ peer_list = cfg.ListOpt(
            'Names are trimmed and compared ignoring case; duplicates are '
            'collapsed. Peers that have not heartbeated within '
            '[ironic_partition] service_down_time are left out of the ring '
-           'until they come back. Ignored when partition_key is unset. '
+           'until they come back. Ignored when neither partition_key nor '
+           'shard is set. '
            'A change takes effect on SIGHUP at the next refresh.'))
 
-opts = [partition_key, conductor_group, peer_list]
+shard = cfg.Opt(
+    'shard',
+    type=ShardName(),
+    default=None,
+    help=_('Ironic shard (API 1.82) whose nodes this service manages, as '
+           'nova\'s own [ironic] shard. Nodes are listed from Ironic '
+           'filtered by this shard and, when partition_key is set, by '
+           'that conductor group as well: the partition is the pair '
+           '(conductor group, shard). Without peer_list, this service '
+           'manages every node of the partition alone, as nova does for '
+           'a shard; with peer_list, the listed services share the '
+           'shard\'s nodes with a hash ring and ownership claims. '
+           'Allowed: ' + SHARD_ALPHABET + ', at most 255 characters; '
+           'Ironic lower-cases the name it filters on. Unset (the '
+           'default): no shard filter. A change needs a restart: a SIGHUP '
+           'that changes it is refused and the old shard kept.'))
+
+opts = [partition_key, conductor_group, peer_list, shard]

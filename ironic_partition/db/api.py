@@ -857,12 +857,17 @@ class Connection:
         :param partition_key: recorded with the claim, for status reports.
         :param incarnation: the claiming incarnation, recorded with the
             claim; claims are taken only while it holds the host name.
-        :param shard: recorded with the claim, for status reports.
+        :param shard: recorded (lower-cased) with the claim, for status
+            reports.
         :raises IdentityLost: the incarnation no longer holds the host
             name (nothing is taken).
         :returns: None
         """
         micro = _microseconds(lease_seconds)
+        if shard is not None:
+            # NOTE(ironic-partition): shard (issue 15): Ironic matches
+            # shards lower-cased; store them so.
+            shard = shard.lower()
         if incarnation is not None:
             with self.engine.connect() as conn:
                 self._check_holder(conn, role, host, incarnation)

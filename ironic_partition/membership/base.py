@@ -102,7 +102,7 @@ class Membership:
 
 
 def compute_membership(host, records, partition_key, peer_list, as_of,
-                       stale=False):
+                       stale=False, shard=None):
     """Apply the partitioning rules to a list of heartbeat records.
 
     * ``partition_key`` is None: every live service of the role;
@@ -117,17 +117,27 @@ def compute_membership(host, records, partition_key, peer_list, as_of,
     ``elsewhere``, not given a share of this group that it would never
     report. Records without the attribute (nova's) are taken as they are.
 
+    With a ``shard``, the partition is the pair (``partition_key``,
+    ``shard``): the rules above apply to the pair, as to the key alone
+    (peers of ``peer_list`` only; none but this service without one, as
+    nova does for shards), and a live peer heartbeating another pair is
+    in ``elsewhere``. Records without a ``shard`` attribute are taken as
+    being of this service's shard.
+
     :param host: this service's host name.
     :param records: an iterable of objects with ``host`` and ``alive``.
     :param partition_key: this service's partition key, or None.
     :param peer_list: host names allowed in the partition, or None.
     :param as_of: when ``records`` were read.
     :param stale: whether ``records`` are the last known ones only.
+    :param shard: this service's shard, or None.
     :returns: a :class:`Membership`.
     """
     me = ip_conf.normalize_host(host)
     peers = normalize_peers(peer_list)
     mine = partition_key.lower() if partition_key is not None else None
+    my_shard = shard.lower() if shard is not None else None
+    partitioned = partition_key is not None or shard is not None
     seen = {}
     elsewhere = set()
     anywhere = set()
@@ -137,14 +147,17 @@ def compute_membership(host, records, partition_key, peer_list, as_of,
         if alive:
             anywhere.add(name)
         key = getattr(rec, 'partition_key', mine)
-        if alive and (key.lower() if key is not None else None) != mine:
+        rec_shard = getattr(rec, 'shard', my_shard)
+        if alive and ((key.lower() if key is not None else None) != mine
+                      or (rec_shard.lower() if rec_shard is not None
+                          else None) != my_shard):
             elsewhere.add(name)
             alive = False
         seen[name] = seen.get(name, False) or alive
     # NOTE(ironic-partition): a host with a live record of this partition
     # is here, whatever other records it has.
     elsewhere -= {name for name, alive in seen.items() if alive}
-    if partition_key is None:
+    if not partitioned:
         live = {name for name, alive in seen.items() if alive}
         dead = {name for name, alive in seen.items() if not alive}
         never_seen = set()
@@ -154,7 +167,7 @@ def compute_membership(host, records, partition_key, peer_list, as_of,
         dead = {name for name in peers
                 if name in seen and not seen[name]}
         never_seen = {name for name in peers if name not in seen}
-    if partition_key is not None:
+    if partitioned:
         elsewhere &= peers
     dead -= elsewhere
     live.add(me)
@@ -181,6 +194,8 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         backend can.
     :param takeover: at start, replace a live process that holds this host
         name instead of refusing to start (backends that know identities).
+    :param shard: this service's Ironic shard, or None; recorded where
+        the backend can.
     """
 
     #: The entry-point name of the backend.
@@ -191,7 +206,7 @@ class MembershipBackend(metaclass=abc.ABCMeta):
     identity = None
 
     def __init__(self, conf, host, role, partition_key=None, version=None,
-                 takeover=False):
+                 takeover=False, shard=None):
         if role not in ROLES:
             raise exception.InvalidRole(role=role, allowed=', '.join(ROLES))
         self.conf = conf
@@ -203,6 +218,7 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         #: Replace a live process holding this host name at start
         #: (``serve --takeover``), where the backend knows identities.
         self.takeover = takeover
+        self.shard = shard.lower() if shard is not None else None
 
     @abc.abstractmethod
     def start(self):
@@ -232,12 +248,13 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
-    def members(self, partition_key=None, peer_list=None):
+    def members(self, partition_key=None, peer_list=None, shard=None):
         """Return the current membership.
 
         :param partition_key: the partition key, or None when unset.
         :param peer_list: host names allowed in the partition when
-            ``partition_key`` is set.
+            ``partition_key`` or ``shard`` is set.
+        :param shard: the shard, or None when unset.
         :returns: a :class:`Membership`.
         """
 
@@ -247,7 +264,7 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         :returns: a dict of plain values.
         """
         return {'backend': self.name, 'host': self.host, 'role': self.role,
-                'partition_key': self.partition_key}
+                'partition_key': self.partition_key, 'shard': self.shard}
 
 
 def _reraise(manager, entrypoint, exc):

@@ -70,14 +70,15 @@ class DatabaseMembership(base.MembershipBackend):
         instead of the configured one (tests, benchmarks).
     :param takeover: at start, replace a live process holding this host
         name instead of refusing to start.
+    :param shard: this service's Ironic shard, or None; stored in its row.
     """
 
     name = 'database'
 
     def __init__(self, conf, host, role, partition_key=None, version=None,
-                 connection=None, takeover=False):
+                 connection=None, takeover=False, shard=None):
         super().__init__(conf, host, role, partition_key=partition_key,
-                         version=version, takeover=takeover)
+                         version=version, takeover=takeover, shard=shard)
         if connection is None:
             if database_conf.GROUP not in conf:
                 database_conf.register_opts(conf)
@@ -104,6 +105,10 @@ class DatabaseMembership(base.MembershipBackend):
         self._last_error = None
         self._last_ok = None
         self._revision = None
+
+    def _shard_kwargs(self):
+        # NOTE(ironic-partition): shard (issue 15): only when set.
+        return {'shard': self.shard} if self.shard is not None else {}
 
     # Start and stop.
 
@@ -146,7 +151,8 @@ class DatabaseMembership(base.MembershipBackend):
         try:
             self.db.check()
             self._revision = self._ensure_schema()
-            self.identity.register(self.partition_key, self.version)
+            self.identity.register(self.partition_key, self.version,
+                                   **self._shard_kwargs())
         except exception.MembershipError:
             raise
         except Exception as exc:
@@ -156,11 +162,12 @@ class DatabaseMembership(base.MembershipBackend):
             self._failures = 0
             self._last_error = None
         LOG.info('Joined the membership database %(conn)s as %(host)s '
-                 '(%(role)s, partition key %(key)r); heartbeat every '
+                 '(%(role)s, partition key %(key)r, shard %(shard)r); '
+                 'heartbeat every '
                  '%(hb)ss, dead after %(down)ss',
                  {'conn': self.db.masked_connection, 'host': self.host,
                   'role': self.role, 'key': self.partition_key,
-                  'hb': self.heartbeat_interval,
+                  'shard': self.shard, 'hb': self.heartbeat_interval,
                   'down': self.service_down_time})
         self._stop_event.clear()
         self._thread = threading.Thread(
@@ -231,8 +238,10 @@ class DatabaseMembership(base.MembershipBackend):
         """
         try:
             if not self.identity.registered:
-                self.identity.register(self.partition_key, self.version)
-            self.identity.beat(self.partition_key, self.version)
+                self.identity.register(self.partition_key, self.version,
+                                       **self._shard_kwargs())
+            self.identity.beat(self.partition_key, self.version,
+                               **self._shard_kwargs())
         except exception.IdentityLost:
             # NOTE(ironic-partition): final: another incarnation holds the
             # host name; Identity.mark_lost logged it once.
@@ -267,11 +276,13 @@ class DatabaseMembership(base.MembershipBackend):
 
     # Queries.
 
-    def members(self, partition_key=None, peer_list=None):
+    def members(self, partition_key=None, peer_list=None, shard=None):
         """Return the live services of this role.
 
         :param partition_key: the partition key, or None when unset.
-        :param peer_list: host names allowed when ``partition_key`` is set.
+        :param peer_list: host names allowed when ``partition_key`` or
+            ``shard`` is set.
+        :param shard: the shard, or None when unset.
         :raises: MembershipUnavailable when the database cannot be read and
             no membership was ever read.
         :returns: a :class:`base.Membership`, ``stale`` when it is the last
@@ -299,7 +310,7 @@ class DatabaseMembership(base.MembershipBackend):
                              'as_of': snapshot.as_of, 'err': exc})
             return base.compute_membership(
                 self.host, snapshot.services, partition_key, peer_list,
-                snapshot.as_of, stale=True)
+                snapshot.as_of, stale=True, shard=shard)
         with self._lock:
             was_stale, self._members_stale = self._members_stale, False
             self._snapshot = snapshot
@@ -307,7 +318,7 @@ class DatabaseMembership(base.MembershipBackend):
             LOG.info('Reading the membership database works again')
         return base.compute_membership(
             self.host, snapshot.services, partition_key, peer_list,
-            snapshot.as_of)
+            snapshot.as_of, shard=shard)
 
     def status(self):
         """Describe the backend, its database and its heartbeats.

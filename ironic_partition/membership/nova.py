@@ -73,9 +73,9 @@ class NovaMembership(base.MembershipBackend):
     name = 'nova'
 
     def __init__(self, conf, host, role, partition_key=None, version=None,
-                 takeover=False):
+                 takeover=False, shard=None):
         super().__init__(conf, host, role, partition_key=partition_key,
-                         version=version, takeover=takeover)
+                         version=version, takeover=takeover, shard=shard)
         if role != base.ROLE_NOVA_COMPUTE:
             raise exception.BackendNotSupported(
                 backend=self.name,
@@ -133,16 +133,19 @@ class NovaMembership(base.MembershipBackend):
                 name, self._servicegroup_api.service_is_up(svc)))
         return records
 
-    def members(self, partition_key=None, peer_list=None):
+    def members(self, partition_key=None, peer_list=None, shard=None):
         """Return the compute services that nova considers up.
 
         :param partition_key: the partition key, or None when unset.
-        :param peer_list: host names allowed when ``partition_key`` is set.
+        :param peer_list: host names allowed when ``partition_key`` or
+            ``shard`` is set.
+        :param shard: the shard, or None when unset; nova's records carry
+            none, so only ``peer_list`` tells the shard's services.
         :raises: MembershipUnavailable when nova never answered.
         :returns: a :class:`base.Membership`; ``stale`` is True when nova
             could not be asked and the last answer is returned.
         """
-        peers = (None if partition_key is None
+        peers = (None if partition_key is None and shard is None
                  else (base.normalize_peers(peer_list) or frozenset()))
         try:
             records = self._records(peers)
@@ -159,13 +162,13 @@ class NovaMembership(base.MembershipBackend):
                         'using the last known membership: %s', exc)
             stale = base.compute_membership(
                 self.host, last[0], partition_key, peer_list, None,
-                stale=True)
+                stale=True, shard=shard)
             return stale
         with self._lock:
             self._last = (records,)
             self._last_error = None
         return base.compute_membership(self.host, records, partition_key,
-                                       peer_list, None)
+                                       peer_list, None, shard=shard)
 
     def status(self):
         """Describe the backend.

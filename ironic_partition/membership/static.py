@@ -55,10 +55,11 @@ class StaticMembership(base.MembershipBackend):
         """
         return True
 
-    def members(self, partition_key=None, peer_list=None):
+    def members(self, partition_key=None, peer_list=None, shard=None):
         """Return the peer list plus this service, all considered live.
 
         :param partition_key: unused; kept for the interface.
+        :param shard: unused; kept for the interface.
         :param peer_list: host names, or None for this service alone.
         :returns: a :class:`base.Membership`.
         """

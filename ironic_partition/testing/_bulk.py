@@ -45,12 +45,14 @@ def build_rows(spec, node_version):
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     available = spec['provision_state'] == 'available'
     rows = []
+    shards = spec.get('shards') or [None] * len(spec['groups'])
     for index, group in enumerate(spec['groups']):
         row = {
             'uuid': str(uuid.uuid4()),
             'name': '%s-%d' % (spec['name_prefix'], spec['start'] + index),
             'driver': spec['driver'],
             'conductor_group': group,
+            'shard': shards[index],
             'resource_class': spec['resource_class'],
             'properties': dict(spec['properties']),
             'provision_state': spec['provision_state'],

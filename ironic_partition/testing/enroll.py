@@ -115,10 +115,29 @@ def enroll_api(conn, count, groups, resource_class=DEFAULT_RESOURCE_CLASS,
         return list(pool.map(create, range(count)))
 
 
+def spread_shards(count, groups, shards):
+    """Assign ``count`` nodes to shards, across the groups of :func:`spread`.
+
+    Node ``i`` gets ``shards[(i // len(groups)) % len(shards)]``, so that
+    with :func:`spread` every (group, shard) pair occurs once ``count``
+    reaches ``len(groups) * len(shards)``.
+
+    :param count: how many nodes.
+    :param groups: the group names given to :func:`spread`.
+    :param shards: shard names; ``None`` in it means no shard.
+    :returns: a list of ``count`` shard names (or ``None``).
+    """
+    shards = list(shards)
+    if not shards:
+        raise ValueError('At least one shard (or None) is needed')
+    width = max(len(list(groups)), 1)
+    return [shards[(i // width) % len(shards)] for i in range(count)]
+
+
 def bulk_enroll(config_file, count, groups,
                 resource_class=DEFAULT_RESOURCE_CLASS, properties=None,
                 name_prefix='node', start=0, provision_state='enroll',
-                python=None, timeout=600):
+                python=None, timeout=600, shards=None):
     """Insert nodes straight into Ironic's database.
 
     The rows are what the API would have stored for a fake-hardware node;
@@ -136,15 +155,21 @@ def bulk_enroll(config_file, count, groups,
     :param provision_state: ``enroll``, ``manageable`` or ``available``.
     :param python: the interpreter with Ironic; ``sys.executable``.
     :param timeout: seconds allowed for the insert.
-    :returns: a list of ``{'uuid', 'name', 'conductor_group'}`` dicts.
+    :param shards: Ironic shards (``None`` in it: no shard), assigned by
+        :func:`spread_shards`; None (the default) sets no shard at all.
+    :returns: a list of ``{'uuid', 'name', 'conductor_group', 'shard'}``
+        dicts.
     :raises: HarnessError when the child fails.
     """
     if provision_state not in ('enroll', 'manageable', 'available'):
         raise ValueError('Unsupported initial state %r' % provision_state)
     properties = DEFAULT_PROPERTIES if properties is None else properties
     assigned = spread(count, groups)
+    sharded = (spread_shards(count, groups, shards) if shards is not None
+               else [None] * count)
     spec = {
         'groups': assigned,
+        'shards': sharded,
         'driver': ironic.HARDWARE_TYPE,
         'resource_class': resource_class,
         'properties': properties,
@@ -164,7 +189,7 @@ def bulk_enroll(config_file, count, groups,
     uuids = json.loads(proc.stdout.decode('utf-8'))
     LOG.info('Inserted %d nodes', len(uuids))
     return [{'uuid': node_uuid, 'name': '%s-%d' % (name_prefix, start + i),
-             'conductor_group': assigned[i]}
+             'conductor_group': assigned[i], 'shard': sharded[i]}
             for i, node_uuid in enumerate(uuids)]
 
 

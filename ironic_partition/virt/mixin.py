@@ -31,7 +31,8 @@ On SIGHUP (oslo.service ``restart_method='mutate'``) the mixin's mutate
 hook re-reads ``[ironic] partition_key`` and ``peer_list`` (also nova's
 immutable ``peer_list``), and, when they changed, clears the ring and the
 node cache; the next refresh lists the new partition. An invalid new value
-is rejected with one log line and the old partition stays in force.
+is rejected with one log line and the old partition stays in force; so is
+a changed ``[ironic] shard``, which needs a restart.
 """
 
 import threading
@@ -107,11 +108,15 @@ class PartitionMixin(object):
         if client is None:
             client = ironic.IronicClient(conf=conf)
         if membership is None:
+            # NOTE(ironic-partition): shard (issue 15): only when set, so
+            # that backends without the argument keep loading.
+            extra = ({'shard': settings.shard}
+                     if settings.shard is not None else {})
             membership = membership_base.get_backend(
                 conf.ironic_partition.membership_backend, conf,
                 settings.host, self.partition_role,
                 partition_key=settings.partition_key, version=version,
-                takeover=takeover)
+                takeover=takeover, **extra)
         self.partition_conf = conf
         self.partitioner = partitioner.Partitioner(
             conf, client, membership, cadence=self.partition_cadence(conf),

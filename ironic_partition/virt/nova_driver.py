@@ -40,6 +40,10 @@ What changes against nova's driver:
 * ``[ironic] conductor_group``/``partition_key`` and ``peer_list`` take
   effect on SIGHUP, ``peer_list`` included although nova 34 registers it
   immutable.
+* ``[ironic] shard`` filters the listing with the conductor group, as
+  nova does; without ``peer_list`` the ring is this host alone (nova's
+  one compute per shard), with ``peer_list`` the listed hosts share the
+  shard. A SIGHUP that changes the shard is refused (restart instead).
 
 Everything else (spawn, destroy, power, consoles...) is nova's.
 """

@@ -211,12 +211,14 @@ class AgentSet(fixtures.Fixture):
     :param proxies: put a TCP proxy of its own between each agent and the
         database.
     :param extra: more ``[ironic_partition]`` options for every agent.
+    :param shard: ``[ironic] shard`` of every agent, or None.
     """
 
     def __init__(self, workdir, endpoint, db_url, key, timings=FAST,
                  observer=None, instance_hosts=None, proxies=False,
-                 extra=None):
+                 extra=None, shard=None):
         super().__init__()
+        self.shard = shard
         self.workdir = workdir
         self.endpoint = endpoint
         self.db_url = db_url
@@ -254,10 +256,11 @@ class AgentSet(fixtures.Fixture):
             url = via_proxy(url, agent.proxy.port)
         options = dict(self.timings.options())
         options.update(self.extra)
+        shard = getattr(agent, 'shard', self.shard)
         return test_cli.agent_conf(agent.conf_path,
                                    agent.endpoint or self.endpoint, host,
                                    self.key, agent.peers, self.state_path,
-                                   database=url, **options)
+                                   database=url, shard=shard, **options)
 
     def add(self, host, peers, clock_offset=None, start=True, args=(),
             endpoint=None):
@@ -399,6 +402,16 @@ class AgentSet(fixtures.Fixture):
         :returns: None
         """
         self.agents[host].peers = list(peers)
+        self.write_conf(host)
+
+    def set_shard(self, host, shard):
+        """Rewrite an agent's ``[ironic] shard`` (refused on SIGHUP).
+
+        :param host: the agent.
+        :param shard: the new shard, or None.
+        :returns: None
+        """
+        self.agents[host].shard = shard
         self.write_conf(host)
 
     def running(self, host):

@@ -105,15 +105,17 @@ def write_conf(path, sections):
     return path
 
 
-def agent_conf(path, endpoint, host, key, peers, state_path, **extra):
+def agent_conf(path, endpoint, host, key, peers, state_path, shard=None,
+               **extra):
     """Write an agent's configuration file.
 
     :param path: where.
     :param endpoint: Ironic's endpoint.
     :param host: the agent's host name.
-    :param key: the partition key.
+    :param key: the partition key; None leaves it unset.
     :param peers: the peer list.
     :param state_path: the directory of the SQLite membership database.
+    :param shard: ``[ironic] shard``; None leaves it unset.
     :param extra: more ``[ironic_partition]`` options; ``database`` sets
         ``[ironic_partition_database] connection``.
     :returns: the path.
@@ -121,10 +123,11 @@ def agent_conf(path, endpoint, host, key, peers, state_path, **extra):
     database = extra.pop('database', None)
     options = dict(AGENT_OPTIONS, host=host, state_path=state_path)
     options.update(extra)
-    sections = {'ironic': {'auth_type': 'none',
-                           'endpoint_override': endpoint,
-                           'partition_key': key,
-                           'peer_list': ','.join(peers)},
+    ironic = {'auth_type': 'none', 'endpoint_override': endpoint,
+              'partition_key': key, 'peer_list': ','.join(peers),
+              'shard': shard}
+    sections = {'ironic': {k: v for k, v in ironic.items()
+                           if v is not None},
                 'ironic_partition': options}
     if database:
         sections['ironic_partition_database'] = {'connection': database}
@@ -382,7 +385,7 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         doc = json.loads(proc.stdout)
         self.assertEqual([], doc['problems'])
         self.assertEqual(['config', 'database', 'ironic', 'group', 'case',
-                          'peers'], doc['passed'])
+                          'peers', 'shards'], doc['passed'])
         case = self.conf('case.conf', key='RACK1', peers=['A1', 'a2'])
         proc = run_cli('--config-file', case, 'check', '--role', 'agent')
         self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode)

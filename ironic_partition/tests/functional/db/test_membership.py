@@ -321,3 +321,42 @@ class TestFaults(MembershipTestBase):
         for host, row in rows.items():
             self.assertGreater(row.last_seen, last_seen[host])
         self.assertFalse(watcher.status()['membership_stale'])
+
+
+class TestShard(MembershipTestBase):
+    """Ironic shards (issue 15): rows and claims carry the shard."""
+
+    def _backend(self, host, partition_key, shard):
+        b = database.DatabaseMembership(self.conf, host, ROLE,
+                                        partition_key=partition_key,
+                                        version='1.0', shard=shard)
+        b.start()
+        self.addCleanup(b.stop, timeout=5)
+        return b
+
+    def test_heartbeat_records_the_shard(self):
+        self._backend('a', 'g', 'Shard-1')
+        self._backend('b', 'g', None)
+        rows = self.rows()
+        self.assertEqual('shard-1', rows['a'].shard)
+        self.assertIsNone(rows['b'].shard)
+
+    def test_other_shard_is_not_a_member(self):
+        a = self._backend('a', 'g', 's1')
+        self._backend('b', 'g', 's1')
+        self._backend('c', 'g', 's2')
+        self._backend('d', 'g', None)
+        m = a.members('g', ['a', 'b', 'c', 'd'], shard='s1')
+        self.assertEqual({'a', 'b'}, m.live)
+        self.assertEqual({'c', 'd'}, m.elsewhere)
+        # Without a peer list, a sharded service is alone, as in nova.
+        self.assertEqual({'a'}, a.members('g', (), shard='s1').live)
+
+    def test_claims_record_the_shard(self):
+        self.admin.acquire_claims(ROLE, 'a', ['n1', 'n2'], 30, 'g',
+                                  shard='S1')
+        self.admin.acquire_claims(ROLE, 'b', ['n3'], 30, 'g')
+        claims = {c.node_id: c for c in self.admin.read_claims(ROLE).claims}
+        self.assertEqual({'n1': 's1', 'n2': 's1', 'n3': None},
+                         {n: c.shard for n, c in claims.items()})
+        self.assertTrue(all(c.valid for c in claims.values()))

@@ -65,6 +65,9 @@ class Client(object):
                   or n.conductor_group == conductor_group]
         if filters.get('associated'):
             result = [n for n in result if n.instance_id is not None]
+        if filters.get('shard') is not None:
+            result = [n for n in result if n.shard is not None
+                      and n.shard.lower() == filters['shard']]
         return result
 
     def list_conductors(self):

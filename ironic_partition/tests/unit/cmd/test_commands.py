@@ -143,8 +143,8 @@ class TestCheck(CommandTestCase):
         self.assertEqual([c for c in check.CHECKS if c != 'duplicates'],
                          doc['passed'])
         self.assertEqual(['duplicates'], doc['skipped'])
-        self.assertEqual(['OK: 6 checks passed (config, database, ironic, '
-                          'group, case, peers)'], check.render(doc))
+        self.assertEqual(['OK: 7 checks passed (config, database, ironic, '
+                          'group, case, peers, shards)'], check.render(doc))
 
     def _messages(self, doc):
         return [p['message'] for p in doc['problems']]
