@@ -187,10 +187,9 @@ class Partitioner(object):
         #: membership backend without a database).
         self.identity = (getattr(membership, 'identity', None)
                          or getattr(self.claims, 'identity', None))
-        store = getattr(self.identity, 'db', None)
-        if store is not None and store.dialect == 'sqlite':
-            claims_mod.check_shared_database(
-                conf, store, self._settings.host, allow_local_database)
+        self._allow_local_database = allow_local_database
+        if not allow_local_database:
+            self._check_shared_store()
         self._live = frozenset()
         group = conf.ironic_partition
         self.rings = compute.ComputeRingProvider(
@@ -218,8 +217,19 @@ class Partitioner(object):
         :raises MembershipError: when the database is unusable.
         :returns: None
         """
+        self._check_shared_store()
         if self.claims is not None:
             self.claims.start()
+
+    def _check_shared_store(self):
+        # NOTE(ironic-partition): refused at once where it is not allowed
+        # (nova-compute), only warned about by a service that starts (not
+        # by a read-only CLI run).
+        store = getattr(self.identity, 'db', None)
+        if store is not None and store.dialect == 'sqlite':
+            claims_mod.check_shared_database(
+                self.conf, store, self._settings.host,
+                self._allow_local_database)
 
     def add_fence_listener(self, listener):
         """Be told from the lease timer when the claims stop being valid.

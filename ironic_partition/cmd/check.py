@@ -94,8 +94,9 @@ class _Report(object):
                                      _common.one_line(message)))
 
     def ok(self, check):
-        if not any(f.check == check and f.severity == 'problem'
-                   for f in self.findings):
+        if check not in self.passed and not any(
+                f.check == check and f.severity == 'problem'
+                for f in self.findings):
             self.passed.append(check)
 
     @property
@@ -173,6 +174,7 @@ def _check_database(conf, settings, role, report):
         membership = _common.read_members(backend, settings)
         db = getattr(getattr(backend, 'identity', None), 'db', None)
         if db is not None:
+            report.ok('database')
             _check_duplicates(db, role, report)
     except exception.IronicPartitionException as e:
         report.problem('database', e)

@@ -384,8 +384,8 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         self.assertEqual(0, proc.returncode, proc.stdout)
         doc = json.loads(proc.stdout)
         self.assertEqual([], doc['problems'])
-        self.assertEqual(['config', 'database', 'ironic', 'group', 'case',
-                          'peers', 'shards'], doc['passed'])
+        self.assertEqual(['config', 'database', 'duplicates', 'ironic',
+                          'group', 'case', 'peers', 'shards'], doc['passed'])
         case = self.conf('case.conf', key='RACK1', peers=['A1', 'a2'])
         proc = run_cli('--config-file', case, 'check', '--role', 'agent')
         self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode)
