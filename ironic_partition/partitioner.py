@@ -197,6 +197,7 @@ class Partitioner(object):
             partitions=2 ** group.partition_exponent,
             mode=group.ring_mode)
         self._stale_since = None
+        self._instance_nodes = frozenset()
         self._announce = False
         #: The last successful :class:`RefreshResult`, or ``None``.
         self.last_result = None
@@ -420,6 +421,7 @@ class Partitioner(object):
                 seconds=self._clock() - start,
                 ring_ownership=ring_ownership, **self._claim_fields(outcome))
             self.last_result = result
+            self._instance_nodes = frozenset(ownership.by_instance)
             announce, self._announce = self._announce, False
         self._log(result, announce)
         self._warn_overrun(result)
@@ -498,6 +500,29 @@ class Partitioner(object):
         allowed = self.claims.reportable(result.ownership.by_ring, now=now)
         allowed |= frozenset(result.ownership.by_instance)
         return {u: n for u, n in result.nodes.items() if u in allowed}
+
+    def may_report(self, node_id, now=None):
+        """Whether one node of the last result may be reported now.
+
+        The per-node, constant-time form of :meth:`reported_nodes`, for a
+        consumer that acts on the nodes of a result one by one, possibly
+        long after the refresh (nova's resource tracker, which may also
+        have been paused half-way through its run).
+
+        :param node_id: a node UUID.
+        :param now: the monotonic time, ``clock()`` by default.
+        :returns: True when the node is in the last result and, for an
+            instance-less node, its claim is still valid by the local
+            clock; False also once this process lost its host name.
+        """
+        result = self.last_result
+        if result is None or node_id not in result.nodes:
+            return False
+        if self.identity is not None and self.identity.lost:
+            return False
+        if self.claims is None or node_id in self._instance_nodes:
+            return True
+        return bool(self.claims.reportable((node_id,), now=now))
 
     def status(self):
         """Describe the claims of this service, for the CLI and logs.

@@ -156,6 +156,29 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         self.node_cache = dict(result.nodes)
         self.node_cache_time = time.time()
 
+    def get_available_resource(self, nodename):
+        """nova's, for a node this service may still report.
+
+        nova's resource tracker asks for each node of the list it got at
+        the start of its run. When this service's claim on a node ran out
+        since (the process was paused half-way through the run, or could
+        not renew its claims), another service may hold it now: refuse,
+        so that this run neither records nor reports it. nova logs the
+        error for that node and goes on with the others; it deletes
+        nothing.
+
+        :param nodename: the node UUID.
+        :raises VirtDriverNotReady: the node may not be reported any more.
+        :returns: nova's resource dict.
+        """
+        if not self.partitioner.may_report(nodename):
+            raise nova_exception.VirtDriverNotReady(
+                message='Virt driver is not ready: node %s may not be '
+                        'reported any more by this service (its claim ran '
+                        'out since the resource tracker listed it)'
+                % nodename)
+        return super().get_available_resource(nodename)
+
     def partition_not_ready(self, error):
         """Report a not-ready partition the way nova expects.
 

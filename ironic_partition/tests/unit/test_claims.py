@@ -699,6 +699,19 @@ class TestPartitionerWithClaims(ClaimsTestCase):
         self.assertEqual([nodes[4].id], list(p.reported_nodes()))
         self.assertEqual(5, len(p.last_result.nodes))
 
+    def test_may_report_applies_the_fence_per_node(self):
+        nodes = _nodes(5, instances={4: 'mine'})
+        p = self._make('cn1', nodes, ['cn1'])
+        p.refresh(my_instances={'mine'})
+        self.assertTrue(p.may_report(nodes[0].id))
+        self.assertFalse(p.may_report('not-listed'))
+        self.advance(LEASE - MARGIN)
+        # The resource tracker, paused half-way, resumes past the fence.
+        self.assertFalse(p.may_report(nodes[0].id))
+        self.assertTrue(p.may_report(nodes[4].id))
+        self.assertEqual(set(p.reported_nodes()),
+                         {n.id for n in nodes if p.may_report(n.id)})
+
     def test_stranded_node_is_never_claimed(self):
         nodes = _nodes(6, instances={0: 'theirs'})
         p = self._make('cn1', nodes, ['cn1'])
