@@ -703,8 +703,13 @@ class ClaimManager(object):
                 waiting = frozenset()
                 fenced = ring_nodes - ring_reported
             reported = instance_nodes | ring_reported
-            self._last_reported = reported
-            self._last_desired = desired
+            if held is not None:
+                # NOTE(ironic-partition): a failed round makes the refresh
+                # "not ready", and the consumer goes on acting on the last
+                # good result: what is kept from release must stay what
+                # that result reported, not this round's smaller view.
+                self._last_reported = reported
+                self._last_desired = desired
             # NOTE(ironic-partition): fenced means a lease was held once
             # and ran out; never having held one is not news.
             now_fenced = expired and until is not None

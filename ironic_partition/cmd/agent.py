@@ -134,6 +134,12 @@ SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
 #: How many gained/lost UUIDs one log line lists.
 LOG_UUIDS = 10
 
+#: Seconds between replacing the report file and handing over the nodes
+#: it no longer lists: more than a kernel clock tick (the resolution of
+#: the file's ctime), so that a reader never sees the next owner report a
+#: node before this report stopped listing it.
+REPORT_TICK = 0.02
+
 
 def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat()
@@ -327,7 +333,11 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
             # consumer, and the one just written no longer lists the nodes
             # the ring took away: hand them over now rather than at the
             # next refresh (safety.rst, I2), so a joining member gets them
-            # one refresh sooner.
+            # one refresh sooner. A reader learns of the replaced file
+            # from its ctime, which the kernel keeps to a clock tick: let
+            # that tick pass first, so no reader can see the next owner's
+            # report before this one.
+            time.sleep(REPORT_TICK)
             self.partitioner.release_unreported()
         if result is not None and (result.gained or result.lost):
             LOG.info('Gained %(ng)d nodes [%(gained)s]; lost %(nl)d nodes '

@@ -205,6 +205,39 @@ def _utc(value):
     return value
 
 
+def _begin_immediately(engine):
+    """Make every SQLite transaction take the write lock when it begins.
+
+    A SQLite transaction that reads and then writes (the identity checks
+    read the services row, then write) must upgrade its lock, and when
+    another process is writing SQLite answers "database is locked" at once
+    rather than waiting. Several services sharing one SQLite file (the
+    agents of one machine) then fail their claim rounds. ``BEGIN
+    IMMEDIATE`` takes the lock up front and waits for it (pysqlite's busy
+    timeout) instead.
+
+    oslo.db already turns pysqlite's own transaction handling off and
+    emits a plain ``BEGIN`` from a ``begin`` listener unless
+    ``conn.info['in_transaction']`` is set (SQLAlchemy's recipe for
+    pysqlite), and clears that marker at commit and rollback. Its
+    listener is replaced by one that begins immediately; should oslo.db
+    rename it, both run, oslo.db's first, and transactions simply begin
+    as before.
+
+    :param engine: a SQLite engine made by oslo.db.
+    :returns: None
+    """
+    for listener in list(engine.dispatch.begin):
+        if getattr(listener, '__name__', None) == '_sqlite_emit_begin':
+            sa.event.remove(engine, 'begin', listener)
+
+    @sa.event.listens_for(engine, 'begin')
+    def _begin(conn):
+        if 'in_transaction' not in conn.info:
+            conn.exec_driver_sql('BEGIN IMMEDIATE')
+            conn.info['in_transaction'] = True
+
+
 class Connection:
     """Access to one membership database.
 
@@ -247,6 +280,8 @@ class Connection:
                 _ensure_sqlite_directory(url)
                 self._engine = engines.create_engine(
                     self.connection, **self._engine_kwargs)
+                if url.get_backend_name() == 'sqlite':
+                    _begin_immediately(self._engine)
             return self._engine
 
     @property

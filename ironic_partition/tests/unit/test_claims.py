@@ -364,6 +364,21 @@ class TestRound(ClaimsTestCase):
         self.assertEqual(frozenset(nodes[6:]), out.reported)
         self.assertEqual({2}, set(out.epochs.values()))
 
+    def test_failed_round_keeps_what_the_last_good_one_reported(self):
+        a = self.manager('a')
+        nodes = _ids(10)
+        a.round(nodes)
+        # The ring shrinks while the database is away: that round fails,
+        # the refresh is not ready and the consumer keeps the last good
+        # result, which lists all ten.
+        self.db.fail = db_exc.DBConnectionError('down')
+        self.assertFalse(a.round(nodes[:6]).ok)
+        self.db.fail = None
+        # The next good round must not hand over nodes still reported.
+        out = a.round(nodes[:6])
+        self.assertEqual(frozenset(), out.released)
+        self.assertEqual(frozenset(nodes[6:]), a.round(nodes[:6]).released)
+
     def test_release_unreported_hands_over_at_once(self):
         a, b = self.manager('a'), self.manager('b')
         nodes = _ids(4)
