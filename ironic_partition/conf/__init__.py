@@ -317,6 +317,9 @@ def reread_immutable_options(conf, apply=True):
             values.update({
                 'conductor_group': _read_partition_key(fresh),
                 'peer_list': list(fresh[ironic.GROUP].peer_list or ())})
+    except exception.ConflictingOptions:
+        # NOTE(ironic-partition): already names both options and values.
+        raise
     except (cfg.Error, ValueError, exception.ConfigurationError) as e:
         raise exception.ConfigurationError(
             message='Cannot re-read [%s] %s from %s: %s' % (
