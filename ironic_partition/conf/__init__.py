@@ -118,10 +118,14 @@ def normalize_partition_key(value, option='partition_key'):
     :raises ConfigurationError: naming the option, the value and what is
         allowed.
     """
+    return _normalized(value, ironic.check_conductor_group, option)
+
+
+def _normalized(value, check, option):
     if value is None:
         return None
     try:
-        ironic.check_conductor_group(value)
+        check(value)
     except ValueError as e:
         raise _config_error(option, value, str(e))
     return value.lower()
@@ -157,13 +161,7 @@ def normalize_shard(value, option='shard'):
     :raises ConfigurationError: naming the option, the value and what is
         allowed.
     """
-    if value is None:
-        return None
-    try:
-        ironic.check_shard(value)
-    except ValueError as e:
-        raise _config_error(option, value, str(e))
-    return value.lower()
+    return _normalized(value, ironic.check_shard, option)
 
 
 def _read_shard(conf):
