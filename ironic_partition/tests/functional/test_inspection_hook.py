@@ -25,7 +25,6 @@ a known node in ``inspect wait``.
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,6 +44,7 @@ from ironic_partition import ironic
 from ironic_partition import testing as harness
 from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import ironic as harness_ironic
+from ironic_partition.tests.functional import test_cli
 
 GROUPS = ['rack1', 'rack2', '', 'rack3']
 TIMEOUT = 60
@@ -109,19 +109,8 @@ def inventory(bmc=None, bmc6=None, mac=None, switch=None):
     return {'inventory': inv}
 
 
-class InspectionHookTestCase(base.BaseTestCase):
-
-    ironic = None
-    workdir = None
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.ironic is not None:
-            cls.ironic.cleanUp()
-            cls.ironic = None
-        if cls.workdir:
-            shutil.rmtree(cls.workdir, ignore_errors=True)
-        super().tearDownClass()
+class InspectionHookTestCase(test_cli.SharedIronic, base.BaseTestCase):
+    """One Ironic with the hook for the class (see ``SharedIronic``)."""
 
     def setUp(self):
         super().setUp()
