@@ -41,8 +41,8 @@ from oslo_utils import importutils
 from oslo_utils import uuidutils
 
 from ironic_partition._i18n import _
+from ironic_partition import baremetal
 from ironic_partition import exception
-from ironic_partition import ironic
 
 LOG = logging.getLogger(__name__)
 
@@ -281,7 +281,7 @@ class Reserver(object):
     Thread-safe: concurrent reservations are serialised by Ironic, which
     never gives one node to two allocations.
 
-    :param client: the :class:`~ironic_partition.ironic.IronicClient`.
+    :param client: the :class:`~ironic_partition.baremetal.IronicClient`.
     :param partitioner: the service's
         :class:`~ironic_partition.partitioner.Partitioner`; its latest
         refresh tells which nodes the service manages.
@@ -387,13 +387,13 @@ class Reserver(object):
         except BaseException:
             self._cleanup(allocation.id)
             raise
-        if final.state == ironic.ALLOCATION_ALLOCATING:
+        if final.state == baremetal.ALLOCATION_ALLOCATING:
             cleanup = self._cleanup(final.id)
             raise exception.AllocationTimeout(
                 allocation=final.id, resource_class=resource_class,
                 traits=_show_traits(traits), timeout=timeout,
                 state=final.state, cleanup=cleanup)
-        if final.state != ironic.ALLOCATION_ACTIVE:
+        if final.state != baremetal.ALLOCATION_ACTIVE:
             cleanup = self._cleanup(final.id)
             raise self._failure(request, final, cleanup)
         if final.node_id not in request.candidates:
@@ -458,7 +458,7 @@ class Reserver(object):
     def _create(self, request):
         """Create the allocation; on an unknown outcome, remove it.
 
-        :returns: the :class:`~ironic_partition.ironic.Allocation`.
+        :returns: the :class:`~ironic_partition.baremetal.Allocation`.
         """
         allocation_id = request.instance_uuid or uuidutils.generate_uuid()
         token = uuidutils.generate_uuid()
@@ -495,14 +495,14 @@ class Reserver(object):
     def _wait(self, request, allocation, deadline):
         """Poll until the allocation leaves ``allocating`` or time is up.
 
-        :returns: the last :class:`~ironic_partition.ironic.Allocation`
+        :returns: the last :class:`~ironic_partition.baremetal.Allocation`
             read; still ``allocating`` when the deadline passed.
         :raises IronicUnavailable: the deadline passed while polls failed.
         :raises AllocationFailed: the allocation disappeared.
         """
         delay = self._poll_initial
         failure = None
-        while allocation.state == ironic.ALLOCATION_ALLOCATING:
+        while allocation.state == baremetal.ALLOCATION_ALLOCATING:
             remaining = deadline - self._clock()
             if remaining <= 0:
                 if failure is not None:
@@ -643,12 +643,12 @@ class Reserver(object):
         Deleting the allocation also clears the node's ``instance_uuid``.
 
         :param allocation: a :class:`Reservation`, an
-            :class:`~ironic_partition.ironic.Allocation`, or an allocation
+            :class:`~ironic_partition.baremetal.Allocation`, or an allocation
             UUID or name.
         :param node: instead of ``allocation``: a node UUID or name (or a
             record with ``id``) whose allocation to delete.
         :returns: the deleted
-            :class:`~ironic_partition.ironic.Allocation`, or None when
+            :class:`~ironic_partition.baremetal.Allocation`, or None when
             there was none (already released).
         :raises ValueError: not exactly one of ``allocation`` and ``node``.
         :raises ReleaseRefused: the node is deployed (Ironic answers 409).

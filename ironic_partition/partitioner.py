@@ -151,7 +151,7 @@ class Partitioner(object):
 
     :param conf: a ``ConfigOpts`` with ironic-partition's options
         registered; the partition settings are validated at once.
-    :param client: an :class:`~ironic_partition.ironic.IronicClient`.
+    :param client: an :class:`~ironic_partition.baremetal.IronicClient`.
     :param membership: a started
         :class:`~ironic_partition.membership.base.MembershipBackend`.
     :param clock: a monotonic clock, for the staleness bound and the

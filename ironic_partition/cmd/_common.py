@@ -403,7 +403,7 @@ class Progress(object):
 def pages_detail(client):
     """A progress detail reading how many pages a client has fetched.
 
-    :param client: an :class:`~ironic_partition.ironic.IronicClient`.
+    :param client: an :class:`~ironic_partition.baremetal.IronicClient`.
     :returns: a callable for :meth:`Progress.task`.
     """
     def detail():
@@ -580,7 +580,7 @@ def conductor_groups(conductors):
     """Summarise conductors by group.
 
     :param conductors: dicts from
-        :meth:`~ironic_partition.ironic.IronicClient.list_conductors`.
+        :meth:`~ironic_partition.baremetal.IronicClient.list_conductors`.
     :returns: a dict of group to ``{'alive': [...], 'dead': [...]}``,
         host names sorted.
     """
@@ -610,7 +610,7 @@ def known_groups_text(groups):
 def check_group(client, key, conductors=None):
     """Check that a partition key names a conductor group of Ironic.
 
-    :param client: an :class:`~ironic_partition.ironic.IronicClient`.
+    :param client: an :class:`~ironic_partition.baremetal.IronicClient`.
     :param key: the normalised partition key; None skips the check.
     :param conductors: the conductors if already listed.
     :returns: the conductors (listed when not given).

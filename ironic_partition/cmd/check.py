@@ -59,12 +59,12 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
+from ironic_partition import baremetal
 from ironic_partition.cmd import _common
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import ironic as ironic_conf
 from ironic_partition import exception
 from ironic_partition.inspection import audit as inspection_audit
-from ironic_partition import ironic
 from ironic_partition.membership import base as membership_base
 
 LOG = logging.getLogger(__name__)
@@ -215,7 +215,7 @@ def _check_duplicates(db, role, report):
 
 
 def _check_ironic(conf, report):
-    client = ironic.IronicClient(conf=conf)
+    client = baremetal.IronicClient(conf=conf)
     try:
         conductors = client.list_conductors()
     except exception.IronicPartitionException as e:

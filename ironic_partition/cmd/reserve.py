@@ -34,10 +34,10 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition import allocations
+from ironic_partition import baremetal
 from ironic_partition.cmd import _common
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
-from ironic_partition import ironic
 from ironic_partition.membership import base as membership_base
 from ironic_partition import partitioner
 
@@ -65,7 +65,7 @@ def open_partitioner(conf, role):
         :func:`ironic_partition.cmd._common.open_membership`).
     """
     settings = ip_conf.validate(conf)
-    client = ironic.IronicClient(conf=conf)
+    client = baremetal.IronicClient(conf=conf)
     membership = _common.open_membership(conf, settings, role)
     try:
         yield partitioner.Partitioner(conf, client, membership, claims=False)
@@ -154,7 +154,7 @@ def run_release(conf, out=None, err=None):
                 value=[args.allocation, args.node],
                 reason=_('give either an allocation (UUID or name) or '
                          '--node, not both and not neither'))
-        reserver = allocations.Reserver(ironic.IronicClient(conf=conf),
+        reserver = allocations.Reserver(baremetal.IronicClient(conf=conf),
                                         None)
         released = reserver.release(allocation=args.allocation,
                                     node=args.node)

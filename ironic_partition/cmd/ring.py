@@ -27,10 +27,10 @@ gets from :class:`~ironic_partition.ring.conductor.ConductorRingProvider`.
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
+from ironic_partition import baremetal
 from ironic_partition.cmd import _common
 from ironic_partition.cmd import _stats
 from ironic_partition import conf as ip_conf
-from ironic_partition import ironic
 from ironic_partition.membership import base as membership_base
 from ironic_partition.ring import compute
 from ironic_partition.ring import conductor
@@ -51,7 +51,7 @@ def compute_ring(conf, role, instance_hosts=None, progress=None):
     progress = progress or _common.Progress(enabled=False)
     settings = ip_conf.validate(conf)
     key = settings.partition_key
-    client = ironic.IronicClient(conf=conf)
+    client = baremetal.IronicClient(conf=conf)
     backend = _common.open_membership(conf, settings, role)
     try:
         with progress.task(_('Listing Ironic conductors')):
@@ -171,7 +171,7 @@ def conductor_rings(conf, group=None, progress=None):
     :returns: a JSON-serialisable dict.
     """
     progress = progress or _common.Progress(enabled=False)
-    client = ironic.IronicClient(conf=conf)
+    client = baremetal.IronicClient(conf=conf)
     with progress.task(_('Listing Ironic conductors')):
         conductors = client.list_conductors()
     if group is not None:

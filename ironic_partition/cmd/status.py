@@ -24,10 +24,10 @@ peers that are not alive) with what to do about them.
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
+from ironic_partition import baremetal
 from ironic_partition.cmd import _common
 from ironic_partition import conf as ip_conf
 from ironic_partition.db import api as db_api
-from ironic_partition import ironic
 from ironic_partition.membership import base as membership_base
 from ironic_partition import partitioner
 
@@ -49,7 +49,7 @@ def gather(conf, role, instance_hosts=None, progress=None):
     """
     progress = progress or _common.Progress(enabled=False)
     settings = ip_conf.validate(conf)
-    client = ironic.IronicClient(conf=conf)
+    client = baremetal.IronicClient(conf=conf)
     membership = _common.open_membership(conf, settings, role)
     try:
         with progress.task(_('Listing Ironic conductors')):

@@ -28,7 +28,6 @@ from ironic_partition.conf import database
 from ironic_partition.conf import ironic
 from ironic_partition.conf import partition
 from ironic_partition import exception
-from ironic_partition import ironic as ironic_client
 
 #: What :func:`get_settings` returns.
 #:
@@ -74,7 +73,7 @@ def register_opts(conf):
     """
     if not nova_owns_ironic_opts(conf):
         conf.register_opts(ironic.opts, group=ironic.GROUP)
-    ironic_client.register_opts(conf)
+    ironic.register_ksa_opts(conf)
     conf.register_opts(partition.opts, group=partition.GROUP)
     database.register_opts(conf)
 

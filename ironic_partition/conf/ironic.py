@@ -25,6 +25,7 @@ operator writes in nova.conf is what this plugin uses.
 
 import re
 
+from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_config import types
 
@@ -200,3 +201,45 @@ shard = cfg.Opt(
            'that changes it is refused and the old shard kept.'))
 
 opts = [partition_key, conductor_group, peer_list, shard]
+
+#: keystoneauth's defaults for reaching Ironic, as nova sets them.
+KSA_DEFAULTS = {'service_type': 'baremetal',
+                'valid_interfaces': ['internal', 'public']}
+
+
+def ksa_opts():
+    """keystoneauth's options for reaching Ironic (session, auth, adapter).
+
+    :returns: a list of options of the ``[ironic]`` group.
+    """
+    return (ks_loading.get_session_conf_options()
+            + ks_loading.get_auth_common_conf_options()
+            + ks_loading.get_adapter_conf_options(include_deprecated=False))
+
+
+def set_ksa_defaults(conf):
+    """Set the defaults of :data:`KSA_DEFAULTS` on registered options.
+
+    Also the ``oslo.config.opts.defaults`` hook, so that the sample config
+    and the docs show the defaults the service runs with.
+
+    :param conf: an oslo.config ``ConfigOpts``.
+    """
+    for name, value in KSA_DEFAULTS.items():
+        conf.set_default(name, value, group=GROUP)
+
+
+def register_ksa_opts(conf):
+    """Register keystoneauth's options for reaching Ironic in ``[ironic]``.
+
+    Skipped where nova already registered them (nova-compute).
+
+    :param conf: an oslo.config ``ConfigOpts``.
+    """
+    if GROUP in conf and 'auth_type' in conf[GROUP]:
+        return
+    ks_loading.register_session_conf_options(conf, GROUP)
+    ks_loading.register_auth_conf_options(conf, GROUP)
+    ks_loading.register_adapter_conf_options(conf, GROUP,
+                                             include_deprecated=False)
+    set_ksa_defaults(conf)

@@ -20,10 +20,11 @@ Registered as the ``ironic_partition`` entry point of the
 
 import copy
 
+from oslo_config import cfg
+
 from ironic_partition.conf import database
 from ironic_partition.conf import ironic
 from ironic_partition.conf import partition
-from ironic_partition import ironic as ironic_client
 
 
 def list_opts():
@@ -33,6 +34,21 @@ def list_opts():
     """
     return [
         (ironic.GROUP, copy.deepcopy(ironic.opts)
-         + ironic_client.list_opts()),
+         + _KSA_OPTS),
         (partition.GROUP, copy.deepcopy(partition.opts)),
     ] + database.list_opts()
+
+
+_KSA_OPTS = ironic.ksa_opts()
+
+
+def update_opt_defaults():
+    """The ``oslo.config.opts.defaults`` hook: the defaults we run with.
+
+    oslo-config-generator and ``oslo_config.sphinxext`` call it before
+    rendering, so the sample config and the reference show
+    ``service_type = baremetal`` rather than ``<None>``, as the service
+    sets at registration (:func:`ironic_partition.conf.ironic.
+    register_ksa_opts`).
+    """
+    cfg.set_defaults(_KSA_OPTS, **ironic.KSA_DEFAULTS)

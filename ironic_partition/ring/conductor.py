@@ -45,9 +45,9 @@ import time
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
+from ironic_partition import baremetal
 from ironic_partition import exception
 from ironic_partition import hash_ring
-from ironic_partition import ironic
 from ironic_partition.ring import base
 
 LOG = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ class ConductorRingProvider(base.RingProvider):
     """The conductor-group-aware rings of Ironic's alive conductors.
 
     :param connection: an openstacksdk ``Connection``; conductors are read
-        through :meth:`ironic_partition.ironic.IronicClient.list_conductors`
+        through :meth:`ironic_partition.baremetal.IronicClient.list_conductors`
         (``GET /v1/conductors?detail=True``).
     :param conductors: a list of conductor dicts, used when ``connection``
         is None; or a callable returning such a list.
@@ -158,7 +158,7 @@ class ConductorRingProvider(base.RingProvider):
             # NOTE(ironic-partition): openstacksdk's conductors(details=True)
             # sends "details", which Ironic ignores, so "drivers" is missing;
             # our client asks for "detail" explicitly.
-            return ironic.IronicClient(
+            return baremetal.IronicClient(
                 connection=self._connection).list_conductors()
         if callable(self._conductors):
             return list(self._conductors())

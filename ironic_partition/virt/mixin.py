@@ -39,10 +39,10 @@ import threading
 
 from oslo_log import log as logging
 
+from ironic_partition import baremetal
 from ironic_partition import claims
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
-from ironic_partition import ironic
 from ironic_partition.membership import base as membership_base
 from ironic_partition import partitioner
 
@@ -53,7 +53,7 @@ class PartitionMixin(object):
     """Partition an Ironic fleet among the services of one role.
 
     The node cache is :attr:`partition_nodes`: a dict of node UUID to a
-    slim, read-only :class:`~ironic_partition.ironic.Node` record.
+    slim, read-only :class:`~ironic_partition.baremetal.Node` record.
     """
 
     #: The membership role of the services sharing a ring.
@@ -84,7 +84,7 @@ class PartitionMixin(object):
         :param conf: the service's ``ConfigOpts``; our options are
             registered on it (nova's ``[ironic]`` options are kept when
             present).
-        :param client: an :class:`~ironic_partition.ironic.IronicClient`;
+        :param client: an :class:`~ironic_partition.baremetal.IronicClient`;
             built from ``conf``'s ``[ironic]`` options by default.
         :param membership: a membership backend; loaded from
             ``[ironic_partition] membership_backend`` by default.
@@ -106,7 +106,7 @@ class PartitionMixin(object):
         ip_conf.reread_immutable_options(conf, apply=False)
         settings = ip_conf.validate(conf)
         if client is None:
-            client = ironic.IronicClient(conf=conf)
+            client = baremetal.IronicClient(conf=conf)
         if membership is None:
             # NOTE(ironic-partition): shard (issue 15): only when set, so
             # that backends without the argument keep loading.

@@ -41,10 +41,10 @@ from oslo_config import cfg
 from oslotest import base
 
 from ironic_partition import allocations
+from ironic_partition import baremetal
 from ironic_partition.cmd import reserve as reserve_cmd
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
-from ironic_partition import ironic
 from ironic_partition.membership import static
 from ironic_partition import partitioner
 from ironic_partition import testing as harness
@@ -121,7 +121,7 @@ class AllocationsTestCase(test_harness.TeardownAssertions,
         membership = static.StaticMembership(conf, host, 'nova-compute')
         membership.start()
         self.addCleanup(membership.stop)
-        client = ironic.IronicClient(conf=conf)
+        client = baremetal.IronicClient(conf=conf)
         part = partitioner.Partitioner(conf, client, membership)
         return allocations.Reserver(client, part), part
 

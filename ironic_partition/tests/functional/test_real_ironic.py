@@ -24,9 +24,9 @@ import math
 from oslo_config import cfg
 from oslotest import base
 
+from ironic_partition import baremetal
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
-from ironic_partition import ironic
 from ironic_partition.membership import static
 from ironic_partition import partitioner
 from ironic_partition.ring import conductor
@@ -77,7 +77,7 @@ class RealIronicTestCase(test_harness.TeardownAssertions,
 
     def test_against_real_ironic(self):
         # The client lists each group, page by page, through the SDK proxy.
-        client = ironic.IronicClient(
+        client = baremetal.IronicClient(
             conf=self._conf('cn1', None, []), page_size=PAGE)
         for group, uuids in self.expected.items():
             nodes = client.list_nodes(conductor_group=group)
@@ -109,7 +109,7 @@ class RealIronicTestCase(test_harness.TeardownAssertions,
             membership.start()
             self.addCleanup(membership.stop)
             parts[host] = partitioner.Partitioner(
-                conf, ironic.IronicClient(conf=conf), membership)
+                conf, baremetal.IronicClient(conf=conf), membership)
         results = {h: p.refresh() for h, p in parts.items()}
         managed = [set(r.nodes) for r in results.values()]
         self.assertEqual(self.expected['rack1'], set().union(*managed))

@@ -33,10 +33,10 @@ from oslo_config import cfg
 import requests
 
 from ironic_partition import allocations
+from ironic_partition import baremetal
 from ironic_partition.cmd import reserve as reserve_cmd
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
-from ironic_partition import ironic
 from ironic_partition.membership import static
 from ironic_partition import partitioner
 from ironic_partition.tests import base
@@ -250,7 +250,7 @@ class ReserverTestCase(base.TestCase):
         self.config(group='ironic', partition_key=key,
                     peer_list=list(peers or self.HOSTS))
         self.ironic = FakeIronic(nodes)
-        self.client = ironic.IronicClient(
+        self.client = baremetal.IronicClient(
             connection=types.SimpleNamespace(baremetal=self.ironic))
         membership = static.StaticMembership(self.conf, host, 'agent')
         self.part = partitioner.Partitioner(self.conf, self.client,
@@ -802,7 +802,7 @@ class TestClientAllocations(ReserverTestCase):
             @property
             def baremetal(self):
                 raise ks_exc.DiscoveryFailure('no version document')
-        client = ironic.IronicClient(connection=Down())
+        client = baremetal.IronicClient(connection=Down())
         exc = self.assertRaises(exception.IronicUnavailable,
                                 client.get_allocation, 'x')
         self.assertIn('no version document', str(exc))

@@ -26,12 +26,12 @@ import uuid
 import fixtures
 from oslo_db import exception as db_exc
 
+from ironic_partition import baremetal
 from ironic_partition import claims
 from ironic_partition.db import api as db_api
 from ironic_partition.db import migration
 from ironic_partition import exception
 from ironic_partition import identity
-from ironic_partition import ironic
 from ironic_partition import partitioner
 from ironic_partition.tests import base
 from ironic_partition.tests.unit import test_partitioner
@@ -640,8 +640,9 @@ class TestFencing(ClaimsTestCase):
 
 def _nodes(n, instances=None):
     instances = instances or {}
-    return [ironic.Node(id=str(uuid.UUID(int=i + 1)), conductor_group='rack1',
-                        instance_id=instances.get(i))
+    return [baremetal.Node(id=str(uuid.UUID(int=i + 1)),
+                           conductor_group='rack1',
+                           instance_id=instances.get(i))
             for i in range(n)]
 
 

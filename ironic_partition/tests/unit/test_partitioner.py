@@ -18,8 +18,8 @@ import uuid
 import fixtures
 import tooz.hashring
 
+from ironic_partition import baremetal
 from ironic_partition import exception
-from ironic_partition import ironic
 from ironic_partition.membership import base as mbase
 from ironic_partition import partitioner
 from ironic_partition.tests import base
@@ -70,8 +70,8 @@ class FakeMembership(object):
 
 def _nodes(n, group='rack1', instances=None):
     instances = instances or {}
-    return [ironic.Node(id=str(uuid.UUID(int=i + 1)), conductor_group=group,
-                        instance_id=instances.get(i))
+    return [baremetal.Node(id=str(uuid.UUID(int=i + 1)), conductor_group=group,
+                           instance_id=instances.get(i))
             for i in range(n)]
 
 
@@ -238,8 +238,8 @@ class TestSafetyCore(TestPartitioner):
         p = self._make('cn1', nodes, ['cn1'])
         self.assertIn(nodes[0].id, p.refresh(my_instances={'mine'}).nodes)
         # The operator moves both instance nodes to rack2.
-        moved = [ironic.Node(id=n.id, conductor_group='rack2',
-                             instance_id=n.instance_id) for n in nodes[:2]]
+        moved = [baremetal.Node(id=n.id, conductor_group='rack2',
+                                instance_id=n.instance_id) for n in nodes[:2]]
         p.client.nodes = moved + nodes[2:]
         result = p.refresh(my_instances={'mine'})
         self.assertIn(nodes[0].id, result.nodes)
@@ -321,8 +321,8 @@ class TestSafetyCore(TestPartitioner):
         self.assertEqual({}, p.reported_nodes())
 
     def test_own_key_change_keeps_instance_nodes(self):
-        rack2 = [ironic.Node(id=str(uuid.UUID(int=100 + i)),
-                             conductor_group='rack2', instance_id=None)
+        rack2 = [baremetal.Node(id=str(uuid.UUID(int=100 + i)),
+                                conductor_group='rack2', instance_id=None)
                  for i in range(4)]
         nodes = _nodes(4, instances={0: 'mine'}) + rack2
         p = self._make('cn1', nodes, ['cn1'])

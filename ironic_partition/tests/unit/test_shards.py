@@ -21,16 +21,16 @@ import uuid
 import fixtures
 from oslo_config import cfg
 
+from ironic_partition import baremetal
 from ironic_partition.cmd import check
 from ironic_partition.cmd import simulate
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import opts
 from ironic_partition import exception
-from ironic_partition import ironic
 from ironic_partition.membership import base as mbase
 from ironic_partition import partitioner
 from ironic_partition.tests import base
-from ironic_partition.tests.unit import test_ironic
+from ironic_partition.tests.unit import test_baremetal
 
 
 class TestShardSettings(base.TestCase):
@@ -197,8 +197,8 @@ class FakeMembership(object):
 
 
 def _nodes(n, shard):
-    return [ironic.Node(id=str(uuid.uuid4()), conductor_group='rack1',
-                        shard=shard) for i in range(n)]
+    return [baremetal.Node(id=str(uuid.uuid4()), conductor_group='rack1',
+                           shard=shard) for i in range(n)]
 
 
 class TestPartitionerShard(base.TestCase):
@@ -289,31 +289,31 @@ class TestComputeMembershipShard(base.TestCase):
 class TestClientShard(base.TestCase):
 
     def _client(self, nodes):
-        self.proxy = test_ironic.FakeProxy(nodes)
+        self.proxy = test_baremetal.FakeProxy(nodes)
         conn = mock.Mock(baremetal=self.proxy)
-        return ironic.IronicClient(connection=conn, page_size=10)
+        return baremetal.IronicClient(connection=conn, page_size=10)
 
     def test_shard_filter_lower_cased_with_microversion(self):
-        client = self._client(test_ironic._api_nodes(3))
+        client = self._client(test_baremetal._api_nodes(3))
         client.list_nodes(conductor_group='RACK1', shard='Shard-A')
         path, params, version = self.proxy.calls[0]
         self.assertEqual('shard-a', params['shard'])
         self.assertEqual('rack1', params['conductor_group'])
-        self.assertEqual(ironic.SHARD_MICROVERSION, version)
+        self.assertEqual(baremetal.SHARD_MICROVERSION, version)
 
     def test_no_shard_keeps_the_old_microversion(self):
-        client = self._client(test_ironic._api_nodes(3))
+        client = self._client(test_baremetal._api_nodes(3))
         client.list_nodes()
         path, params, version = self.proxy.calls[0]
         self.assertNotIn('shard', params)
-        self.assertEqual(ironic.MIN_MICROVERSION, version)
+        self.assertEqual(baremetal.MIN_MICROVERSION, version)
 
     def test_shard_field_needs_the_microversion(self):
-        nodes = test_ironic._api_nodes(2)
+        nodes = test_baremetal._api_nodes(2)
         nodes[0]['shard'] = 'S1'
         client = self._client(nodes)
         listed = client.list_nodes(fields=('uuid', 'shard'))
-        self.assertEqual(ironic.SHARD_MICROVERSION, self.proxy.calls[0][2])
+        self.assertEqual(baremetal.SHARD_MICROVERSION, self.proxy.calls[0][2])
         self.assertEqual(['S1', None], [n.shard for n in listed])
 
 
@@ -340,19 +340,19 @@ class TestCommandsShard(base.TestCase):
         return report
 
     def test_check_no_shards_in_use(self):
-        report = self._check([ironic.Node(id='a'), ironic.Node(id='b')])
+        report = self._check([baremetal.Node(id='a'), baremetal.Node(id='b')])
         self.assertEqual([], report.findings)
         self.assertEqual(['shards'], report.passed)
 
     def test_check_warns_about_nodes_without_shard(self):
-        report = self._check([ironic.Node(id='a', shard='s1'),
-                              ironic.Node(id='b'), ironic.Node(id='c')])
+        report = self._check([baremetal.Node(id='a', shard='s1'),
+                              baremetal.Node(id='b'), baremetal.Node(id='c')])
         self.assertEqual(['warning'], [f.severity for f in report.findings])
         self.assertIn('2 of the 3 nodes of conductor group rack1 have no '
                       'shard', report.findings[0].message)
 
     def test_check_warns_about_empty_and_upper_case_shards(self):
-        report = self._check([ironic.Node(id='a', shard='S2')], shard='s1')
+        report = self._check([baremetal.Node(id='a', shard='S2')], shard='s1')
         messages = [f.message for f in report.findings]
         self.assertEqual(2, len(messages))
         self.assertIn("No node of conductor group rack1 is in [ironic] "

@@ -16,7 +16,7 @@
 
 import uuid
 
-from ironic_partition import ironic
+from ironic_partition import baremetal
 from ironic_partition.membership import base as mbase
 
 CONDUCTORS = [
@@ -34,14 +34,14 @@ def nodes(count, group='rack1', instances=None, start=0):
     :param group: their conductor group.
     :param instances: index -> instance UUID.
     :param start: the first index (UUIDs are derived from it).
-    :returns: a list of :class:`~ironic_partition.ironic.Node`.
+    :returns: a list of :class:`~ironic_partition.baremetal.Node`.
     """
     instances = instances or {}
-    return [ironic.Node(id=str(uuid.UUID(int=i + 1)), conductor_group=group,
-                        driver='fake-hardware',
-                        instance_id=instances.get(i),
-                        provision_state='available', power_state='power off',
-                        is_maintenance=False)
+    return [baremetal.Node(id=str(uuid.UUID(int=i + 1)),
+                           conductor_group=group, driver='fake-hardware',
+                           instance_id=instances.get(i),
+                           provision_state='available',
+                           power_state='power off', is_maintenance=False)
             for i in range(start, start + count)]
 
 

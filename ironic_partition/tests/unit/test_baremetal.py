@@ -18,8 +18,10 @@ from unittest import mock
 from keystoneauth1 import exceptions as ks_exc
 import requests
 
+from ironic_partition import baremetal
+from ironic_partition.conf import ironic as ironic_conf
+from ironic_partition.conf import opts
 from ironic_partition import exception
-from ironic_partition import ironic
 from ironic_partition.tests import base
 
 
@@ -75,7 +77,7 @@ def _api_nodes(n):
 class TestNode(base.TestCase):
 
     def test_from_api_uses_sdk_names(self):
-        node = ironic.Node.from_api(_api_nodes(2)[1])
+        node = baremetal.Node.from_api(_api_nodes(2)[1])
         self.assertEqual('00000000-0000-0000-0000-000000000001', node.id)
         self.assertEqual(node.id, node.uuid)
         self.assertIsNone(node.instance_id)
@@ -84,18 +86,18 @@ class TestNode(base.TestCase):
         self.assertIsNone(node.power_state)
 
     def test_read_only(self):
-        node = ironic.Node.from_api(_api_nodes(1)[0])
+        node = baremetal.Node.from_api(_api_nodes(1)[0])
         self.assertRaises(AttributeError, setattr, node, 'id', 'x')
 
     def test_missing_fields_are_none(self):
-        self.assertIsNone(ironic.Node(id='a').instance_id)
+        self.assertIsNone(baremetal.Node(id='a').instance_id)
 
 
 class TestListNodes(base.TestCase):
 
     def _client(self, proxy, page_size=10):
         conn = mock.Mock(baremetal=proxy)
-        return ironic.IronicClient(connection=conn, page_size=page_size)
+        return baremetal.IronicClient(connection=conn, page_size=page_size)
 
     def test_pages_until_a_short_page(self):
         proxy = FakeProxy(_api_nodes(25))
@@ -106,8 +108,8 @@ class TestListNodes(base.TestCase):
         self.assertEqual(3, len(proxy.calls))
         path, params, version = proxy.calls[0]
         self.assertEqual('/nodes', path)
-        self.assertEqual(ironic.MIN_MICROVERSION, version)
-        self.assertEqual(','.join(ironic.NODE_FIELDS), params['fields'])
+        self.assertEqual(baremetal.MIN_MICROVERSION, version)
+        self.assertEqual(','.join(baremetal.NODE_FIELDS), params['fields'])
         self.assertNotIn('conductor_group', params)
 
     def test_exact_multiple_of_page_size(self):
@@ -165,35 +167,47 @@ class TestListNodes(base.TestCase):
 class TestConnectionFromConf(base.TestCase):
 
     def test_registers_keystoneauth_options(self):
-        ironic.register_opts(self.conf)
-        ironic.register_opts(self.conf)
+        ironic_conf.register_ksa_opts(self.conf)
+        ironic_conf.register_ksa_opts(self.conf)
         self.assertEqual('baremetal', self.conf.ironic.service_type)
         self.assertIn('auth_type', self.conf.ironic)
 
+    def test_sample_config_shows_runtime_defaults(self):
+        # What oslo-config-generator does: call the defaults hook found
+        # through its entry point, then render list_opts().
+        import stevedore
+        mgr = stevedore.NamedExtensionManager(
+            'oslo.config.opts.defaults', names=['ironic_partition'])
+        mgr['ironic_partition'].plugin()
+        shown = {o.name: o.default for group, group_opts in opts.list_opts()
+                 if group == 'ironic' for o in group_opts}
+        self.assertEqual('baremetal', shown['service-type'])
+        self.assertEqual(['internal', 'public'], shown['valid-interfaces'])
+
     def test_endpoint_masks_password(self):
-        ironic.register_opts(self.conf)
+        ironic_conf.register_ksa_opts(self.conf)
         self.config(group='ironic',
                     endpoint_override='http://u:secret@ironic:6385')
-        client = ironic.IronicClient(conf=self.conf)
+        client = baremetal.IronicClient(conf=self.conf)
         self.assertNotIn('secret', client.endpoint)
         self.assertIn('***', client.endpoint)
 
     def test_noauth_connection_is_built_lazily_and_reset(self):
-        ironic.register_opts(self.conf)
+        ironic_conf.register_ksa_opts(self.conf)
         self.config(group='ironic', auth_type='none',
                     endpoint_override='http://127.0.0.1:1')
-        client = ironic.IronicClient(conf=self.conf)
+        client = baremetal.IronicClient(conf=self.conf)
         conn = client.connection
         self.assertIs(conn, client.connection)
         client.reset()
         self.assertIsNot(conn, client.connection)
 
     def test_unreachable_endpoint(self):
-        ironic.register_opts(self.conf)
+        ironic_conf.register_ksa_opts(self.conf)
         # Port 1 on loopback refuses connections.
         self.config(group='ironic', auth_type='none',
                     endpoint_override='http://127.0.0.1:1')
-        client = ironic.IronicClient(conf=self.conf)
+        client = baremetal.IronicClient(conf=self.conf)
         e = self.assertRaises(exception.IronicUnavailable,
                               client.list_nodes)
         self.assertIn('127.0.0.1:1', str(e))

@@ -144,38 +144,6 @@ class Node(_Record):
             self.id, self.instance_id, self.conductor_group)
 
 
-def _ksa_opts():
-    return (ks_loading.get_session_conf_options()
-            + ks_loading.get_auth_common_conf_options()
-            + ks_loading.get_adapter_conf_options(include_deprecated=False))
-
-
-def register_opts(conf):
-    """Register keystoneauth's options for reaching Ironic in ``[ironic]``.
-
-    Skipped where nova already registered them (nova-compute).
-
-    :param conf: an oslo.config ``ConfigOpts``.
-    """
-    if GROUP in conf and 'auth_type' in conf[GROUP]:
-        return
-    ks_loading.register_session_conf_options(conf, GROUP)
-    ks_loading.register_auth_conf_options(conf, GROUP)
-    ks_loading.register_adapter_conf_options(conf, GROUP,
-                                             include_deprecated=False)
-    conf.set_default('service_type', 'baremetal', group=GROUP)
-    conf.set_default('valid_interfaces', ['internal', 'public'],
-                     group=GROUP)
-
-
-def list_opts():
-    """keystoneauth's options for reaching Ironic, for the sample config.
-
-    :returns: a list of options of the ``[ironic]`` group.
-    """
-    return _ksa_opts()
-
-
 def _mask(url):
     parts = urllib.parse.urlsplit(url or '')
     if parts.password:
