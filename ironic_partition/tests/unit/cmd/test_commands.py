@@ -40,7 +40,7 @@ class CommandTestCase(base.TestCase):
         self.patch(_common.membership_base, 'get_backend',
                    mock.Mock(return_value=self.membership))
         for module in (status, ring, check):
-            self.patch(module.ironic, 'IronicClient',
+            self.patch(module.baremetal, 'IronicClient',
                        mock.Mock(return_value=self.client))
 
     def patch(self, obj, name, value):
