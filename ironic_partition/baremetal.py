@@ -28,7 +28,10 @@ a raw keystoneauth exception, and never get an empty or partial list
 instead of an error.
 """
 
+import datetime
+import queue
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -61,6 +64,12 @@ NODE_FIELDS = ('uuid', 'instance_uuid', 'conductor_group', 'driver',
                'properties', 'traits', 'resource_class')
 
 DEFAULT_PAGE_SIZE = 1000
+
+#: Nodes read to find the newest timestamps; more nodes without one means
+#: the change feed cannot be trusted (see IronicClient.node_changes).
+_HEAD_PAGE = 100
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 # API name -> attribute name, following openstacksdk's renames so that code
 # written against SDK ``Node`` objects (nova's driver) can read a record.
@@ -152,6 +161,142 @@ def _mask(url):
     return url
 
 
+class _Prefetcher(object):
+    """Runs a generator one item ahead in a thread of its own.
+
+    The thread fetches the next page (waiting on Ironic) while the caller
+    processes the current one. At most one page waits in the queue.
+    Errors are raised to the caller at the point they would have been.
+    A native thread: in an eventlet-patched process it is a green thread
+    and the pipelining becomes cooperative, which stays correct.
+    """
+
+    _DONE = object()
+
+    def __init__(self, generator):
+        self._generator = generator
+        self._queue = queue.Queue(maxsize=1)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name='ironic-partition-pages')
+        self._thread.start()
+
+    def _put(self, item):
+        while not self._stopped.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self):
+        try:
+            for item in self._generator:
+                if not self._put((item, None)):
+                    return
+            self._put((self._DONE, None))
+        except BaseException as e:
+            self._put((None, e))
+        finally:
+            self._generator.close()
+
+    def __iter__(self):
+        while True:
+            item, error = self._queue.get()
+            if error is not None:
+                raise error
+            if item is self._DONE:
+                return
+            yield item
+
+    def close(self):
+        """Stop fetching; wait for the thread."""
+        self._stopped.set()
+        try:
+            while True:
+                self._queue.get_nowait()
+        except queue.Empty:
+            pass
+        self._thread.join()
+
+
+class Meter(object):
+    """The Ironic API calls of one listing, and the time spent in them.
+
+    Each listing gets its own, returned with its result, so that callers
+    sharing one client (the partitioner and the reserver) never read each
+    other's figures.
+    """
+
+    __slots__ = ('calls', 'http_seconds', '_lock')
+
+    def __init__(self):
+        self.calls = 0
+        self.http_seconds = 0.0
+        self._lock = threading.Lock()
+
+    def add(self, seconds):
+        """Count one call of ``seconds``."""
+        with self._lock:
+            self.calls += 1
+            self.http_seconds += seconds
+
+
+class Listing(list):
+    """A complete list of nodes, with the :class:`Meter` of its calls.
+
+    :ivar calls: the Ironic API calls made.
+    :ivar http_seconds: the seconds spent in them.
+    """
+
+    def __init__(self, items=(), meter=None):
+        super().__init__(items)
+        meter = meter or Meter()
+        self.calls = meter.calls
+        self.http_seconds = meter.http_seconds
+
+
+class ChangeFeedUnavailable(Exception):
+    """The change feed cannot prove it saw every change; list in full."""
+
+
+class Changes(object):
+    """What changed in Ironic since two watermarks.
+
+    :ivar nodes: slim records of every node updated or created since the
+        watermarks (minus the overlap), whatever its group or shard.
+    :ivar updated: the newest ``updated_at`` seen (Ironic's clock), or the
+        previous watermark when nothing newer was seen.
+    :ivar created: the newest ``created_at`` seen, likewise.
+    :ivar calls: API calls made.
+    :ivar http_seconds: seconds spent in them.
+    """
+
+    __slots__ = ('nodes', 'updated', 'created', 'calls', 'http_seconds')
+
+    def __init__(self, nodes, updated, created, meter):
+        self.nodes = nodes
+        self.updated = updated
+        self.created = created
+        self.calls = meter.calls
+        self.http_seconds = meter.http_seconds
+
+
+def parse_timestamp(value):
+    """Parse one of Ironic's ISO 8601 timestamps (always UTC).
+
+    :param value: e.g. ``2026-11-23T16:32:07.843473+00:00``, or None.
+    :returns: an aware ``datetime``, or None.
+    """
+    if value is None:
+        return None
+    stamp = datetime.datetime.fromisoformat(value)
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=datetime.timezone.utc)
+    return stamp
+
+
 class IronicClient(object):
     """Lists nodes and conductors through openstacksdk's baremetal proxy.
 
@@ -172,10 +317,6 @@ class IronicClient(object):
         self._connection = connection
         self._own_connection = connection is None
         self.page_size = page_size
-        #: API calls made by the last :meth:`list_nodes`.
-        self.last_calls = 0
-        #: Seconds the last :meth:`list_nodes` spent in HTTP calls.
-        self.last_http_seconds = 0.0
 
     @property
     def endpoint(self):
@@ -212,7 +353,7 @@ class IronicClient(object):
         if self._own_connection:
             self._connection = None
 
-    def _get(self, path, params, microversion):
+    def _get(self, path, params, microversion, meter=None):
         start = time.monotonic()
         try:
             # NOTE(ironic-partition): the proxy discovers the endpoint's
@@ -220,7 +361,6 @@ class IronicClient(object):
             # wrapped too (nova 34 leaks it when a group filter is set).
             proxy = self.connection.baremetal
             resp = proxy.get(path, params=params, microversion=microversion)
-            self.last_calls += 1
             sdk_exc.raise_from_response(resp)
             body = resp.json()
         except sdk_exc.HttpException as e:
@@ -236,8 +376,26 @@ class IronicClient(object):
             raise exception.IronicUnavailable(endpoint=self.endpoint,
                                               reason=e)
         finally:
-            self.last_http_seconds += time.monotonic() - start
+            if meter is not None:
+                meter.add(time.monotonic() - start)
         return body
+
+    def _node_query(self, conductor_group, fields, shard, filters):
+        params = dict(filters)
+        params['limit'] = self.page_size
+        if fields:
+            params['fields'] = ','.join(fields)
+        if conductor_group is not None:
+            params['conductor_group'] = conductor_group.lower()
+        microversion = MIN_MICROVERSION
+        if shard is not None:
+            # NOTE(ironic-partition): Ironic splits the filter on "," and
+            # lower-cases each name; send the one name it will use.
+            params['shard'] = shard.lower()
+            microversion = SHARD_MICROVERSION
+        if fields and 'shard' in fields:
+            microversion = SHARD_MICROVERSION
+        return params, microversion
 
     def list_nodes(self, conductor_group=None, fields=NODE_FIELDS,
                    shard=None, **filters):
@@ -254,36 +412,55 @@ class IronicClient(object):
             query: the call raises rather than list more nodes.
         :param filters: further API query parameters (e.g.
             ``associated=True``).
-        :returns: a list of :class:`Node`, complete or not at all.
+        :returns: a :class:`Listing` of :class:`Node`, complete or not at
+            all.
         :raises IronicUnavailable: Ironic cannot be reached or failed.
         :raises IronicRequestError: Ironic refused the query.
         """
-        params = dict(filters)
-        params['limit'] = self.page_size
-        if fields:
-            params['fields'] = ','.join(fields)
-        if conductor_group is not None:
-            params['conductor_group'] = conductor_group.lower()
-        microversion = MIN_MICROVERSION
-        if shard is not None:
-            # NOTE(ironic-partition): Ironic splits the filter on "," and
-            # lower-cases each name; send the one name it will use.
-            params['shard'] = shard.lower()
-            microversion = SHARD_MICROVERSION
-        if fields and 'shard' in fields:
-            microversion = SHARD_MICROVERSION
-        self.last_calls = 0
-        self.last_http_seconds = 0.0
-        nodes = [Node.from_api(n) for n in
-                 self._pages('/nodes', 'nodes', params, microversion)]
+        meter = Meter()
+        nodes = []
+        for page in self.node_pages(conductor_group, fields, shard, meter,
+                                    **filters):
+            nodes.extend(page)
         LOG.debug('Listed %(count)d nodes of group %(group)r shard '
                   '%(shard)r in %(calls)d calls (%(http).3f s in HTTP)',
                   {'count': len(nodes), 'group': conductor_group,
-                   'shard': shard, 'calls': self.last_calls,
-                   'http': self.last_http_seconds})
-        return nodes
+                   'shard': shard, 'calls': meter.calls,
+                   'http': meter.http_seconds})
+        return Listing(nodes, meter)
 
-    def nodes_for_instances(self, instance_ids, fields=NODE_FIELDS):
+    def node_pages(self, conductor_group=None, fields=NODE_FIELDS,
+                   shard=None, meter=None, **filters):
+        """Yield the nodes of a listing page by page, fetching ahead.
+
+        While the caller processes one page, the next one is being fetched
+        (and its JSON decoded) by a thread of this call: a full listing
+        costs about what Ironic takes to serve the pages, and no page is
+        held longer than it takes to process it.
+
+        :param conductor_group: as :meth:`list_nodes`.
+        :param fields: as :meth:`list_nodes`.
+        :param shard: as :meth:`list_nodes`.
+        :param meter: a :class:`Meter` counting the calls, or None.
+        :param filters: as :meth:`list_nodes`.
+        :returns: a generator of lists of :class:`Node`. Closing it early
+            stops the fetching.
+        :raises IronicUnavailable: Ironic cannot be reached or failed (the
+            pages already yielded must then be treated as incomplete).
+        :raises IronicRequestError: Ironic refused the query.
+        """
+        params, microversion = self._node_query(conductor_group, fields,
+                                                shard, filters)
+        bodies = _Prefetcher(self._page_bodies('/nodes', 'nodes', params,
+                                               microversion, meter))
+        try:
+            for page in bodies:
+                yield [Node.from_api(n) for n in page]
+        finally:
+            bodies.close()
+
+    def nodes_for_instances(self, instance_ids, fields=NODE_FIELDS,
+                            meter=None):
         """Find the nodes of a few instances, whatever their group.
 
         One targeted ``GET /v1/nodes?instance_uuid=...`` per instance: for
@@ -293,45 +470,147 @@ class IronicClient(object):
 
         :param instance_ids: instance UUIDs.
         :param fields: the API fields to ask for.
+        :param meter: a :class:`Meter` counting the calls, or None.
         :returns: a list of :class:`Node`, one per instance that has a
             node.
         :raises IronicUnavailable: Ironic cannot be reached or failed.
         :raises IronicRequestError: Ironic refused the query.
         """
         params = {}
+        microversion = MIN_MICROVERSION
         if fields:
             params['fields'] = ','.join(fields)
+            if 'shard' in fields:
+                microversion = SHARD_MICROVERSION
         nodes = []
         for instance in sorted(instance_ids):
             params['instance_uuid'] = instance
-            body = self._get('/nodes', params, MIN_MICROVERSION)
+            body = self._get('/nodes', params, microversion, meter)
             nodes.extend(Node.from_api(n) for n in body.get('nodes') or ())
         return nodes
 
-    def _pages(self, path, key, params, microversion):
-        """Yield every item of a paginated Ironic list, page by page.
+    def node_changes(self, updated_since, created_since, overlap,
+                     microversion=MIN_MICROVERSION):
+        """The nodes changed or created since two watermarks, fleet-wide.
+
+        Reads ``GET /v1/nodes/detail`` sorted by ``updated_at`` and then
+        by ``created_at``, newest first, until a node older than the
+        watermark minus ``overlap`` (``fields`` cannot ask for these
+        timestamps, so the detailed view is read, for the changed nodes
+        only). The watermarks are Ironic's own timestamps, never this
+        host's clock; the overlap covers transactions that committed out
+        of order and clock differences between Ironic's hosts.
+
+        A node never updated since it was created has no ``updated_at``;
+        the ``created_at`` pass finds it. PostgreSQL sorts those nodes
+        first (MySQL last); Ironic cannot page past them reliably, so when
+        they fill a whole page the feed gives up.
+
+        :param updated_since: the ``updated_at`` watermark (a datetime).
+        :param created_since: the ``created_at`` watermark (a datetime).
+        :param overlap: a ``timedelta`` read again before the watermarks.
+        :param microversion: the API microversion (``shard`` needs 1.82).
+        :returns: :class:`Changes`, its nodes newest first (one record per
+            node, its latest state).
+        :raises ChangeFeedUnavailable: the feed cannot prove it is
+            complete; list in full instead.
+        :raises IronicUnavailable: Ironic cannot be reached or failed.
+        :raises IronicRequestError: Ironic refused the query.
+        """
+        meter = Meter()
+        seen = {}
+        newest = {}
+        for key, since in (('updated_at', updated_since),
+                           ('created_at', created_since)):
+            newest[key] = since
+            stop = since - overlap
+            params = {'sort_key': key, 'sort_dir': 'desc',
+                      'limit': self.page_size}
+            for page in self._page_bodies('/nodes/detail', 'nodes', params,
+                                          microversion, meter):
+                done = False
+                for body in page:
+                    stamp = parse_timestamp(body.get(key))
+                    if stamp is not None and stamp < stop:
+                        done = True
+                        break
+                    if stamp is not None and stamp > newest[key]:
+                        newest[key] = stamp
+                    if body['uuid'] not in seen:
+                        seen[body['uuid']] = Node.from_api(body)
+                if done:
+                    break
+                if len(page) >= self.page_size and page[-1].get(key) is None:
+                    # NOTE(ironic-partition): the next page's marker would
+                    # have no timestamp, and Ironic's keyset pagination
+                    # then skips newer nodes.
+                    raise ChangeFeedUnavailable(
+                        'a page of nodes ends with one without %s' % key)
+        return Changes(list(seen.values()), newest['updated_at'],
+                       newest['created_at'], meter)
+
+    def newest_stamps(self, microversion=MIN_MICROVERSION):
+        """Ironic's newest ``updated_at`` and ``created_at``, as watermarks.
+
+        Read before a full listing: what changes during the listing is
+        newer, and the next :meth:`node_changes` reads it.
+
+        :param microversion: the API microversion.
+        :returns: ``(updated, created, meter)``, datetimes (the epoch when
+            Ironic has no such node).
+        :raises ChangeFeedUnavailable: see :meth:`node_changes`.
+        :raises IronicUnavailable: Ironic cannot be reached or failed.
+        """
+        meter = Meter()
+        stamps = []
+        for key in ('updated_at', 'created_at'):
+            stamp = _EPOCH
+            params = {'sort_key': key, 'sort_dir': 'desc',
+                      'limit': _HEAD_PAGE}
+            for page in self._page_bodies('/nodes/detail', 'nodes', params,
+                                          microversion, meter):
+                found = [parse_timestamp(b.get(key)) for b in page]
+                found = [f for f in found if f is not None]
+                if found:
+                    stamp = max(found)
+                    break
+                if len(page) >= _HEAD_PAGE:
+                    raise ChangeFeedUnavailable(
+                        'more than %d nodes without %s' % (_HEAD_PAGE, key))
+            stamps.append(stamp)
+        return stamps[0], stamps[1], meter
+
+    def _page_bodies(self, path, key, params, microversion, meter=None):
+        """Yield the items of each page of a paginated Ironic list.
 
         :param path: the collection's path, e.g. ``/nodes``.
         :param key: the collection's key in each answer, e.g. ``nodes``.
         :param params: the query; ``marker`` is set as pages go by.
         :param microversion: the API microversion to ask for.
-        :returns: a generator of the items' JSON objects.
+        :param meter: a :class:`Meter` counting the calls, or None.
+        :returns: a generator of lists of the items' JSON objects.
         :raises IronicUnavailable: an answer without ``key``, or any
             failure of :meth:`_get`.
         """
         params = dict(params)
         while True:
-            body = self._get(path, params, microversion)
+            body = self._get(path, params, microversion, meter)
             page = body.get(key)
             if page is None:
                 raise exception.IronicUnavailable(
                     endpoint=self.endpoint,
                     reason='a %s list answer without "%s"' % (path, key))
-            yield from page
             marker = self._next_marker(body)
+            del body
+            yield page
             if not page or marker is None:
                 return
             params['marker'] = marker
+
+    def _pages(self, path, key, params, microversion, meter=None):
+        for page in self._page_bodies(path, key, params, microversion,
+                                      meter):
+            yield from page
 
     @staticmethod
     def _next_marker(body):
@@ -374,8 +653,6 @@ class IronicClient(object):
         params = dict(filters)
         params['limit'] = self.page_size
         params['fields'] = ','.join(fields)
-        self.last_calls = 0
-        self.last_http_seconds = 0.0
         return [{k: v for k, v in node.items() if k != 'links'}
                 for node in self._pages('/nodes', 'nodes', params,
                                         microversion)]
@@ -407,7 +684,6 @@ class IronicClient(object):
         :raises IronicUnavailable: Ironic cannot be reached or failed.
         :raises AllocationRequestRefused: Ironic refused the request.
         """
-        start = time.monotonic()
         try:
             return func(*args, **kwargs)
         except sdk_exc.NotFoundException as e:
@@ -427,8 +703,6 @@ class IronicClient(object):
                 requests.RequestException, ValueError) as e:
             raise exception.IronicUnavailable(endpoint=self.endpoint,
                                               reason=e)
-        finally:
-            self.last_http_seconds += time.monotonic() - start
 
     def _allocation_proxy(self):
         """The baremetal proxy, once Ironic is known to offer allocations.

@@ -17,7 +17,9 @@
 The nova driver mixin, the partition agent and the CLI all build a
 :class:`Partitioner` and call :meth:`Partitioner.refresh`. A refresh:
 
-1. lists the nodes of this service's conductor group from Ironic;
+1. brings the node index of this service's conductor group up to date
+   (:mod:`ironic_partition.node_index`): a full listing, or only the
+   nodes Ironic changed since the last refresh;
 2. reads the live peers from the membership backend;
 3. builds (or reuses) the ring of those peers;
 4. applies :func:`ironic_partition.rules.partition`;
@@ -57,13 +59,43 @@ import time
 
 from oslo_log import log as logging
 
+from ironic_partition import baremetal
 from ironic_partition import claims as claims_mod
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
+from ironic_partition import node_index
 from ironic_partition.ring import compute
 from ironic_partition import rules
 
 LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class RefreshMetrics(object):
+    """What one refresh cost.
+
+    :param listed: nodes of the partition (and of this service's
+        instances outside it) the rules saw.
+    :param full: True when Ironic was listed in full, False when only its
+        change feed was read.
+    :param changed: node records the change feed applied (the nodes
+        listed, for a full listing).
+    :param api_calls: Ironic API calls made.
+    :param http_seconds: seconds spent in those calls.
+    :param seconds: seconds the whole refresh took.
+    :param claim_seconds: seconds the claim round took.
+    """
+
+    listed: int
+    full: bool
+    changed: int
+    api_calls: int
+    http_seconds: float
+    seconds: float
+    claim_seconds: float = 0.0
+
+
+_NO_CLAIMS = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,55 +105,64 @@ class RefreshResult(object):
     :param settings: the :data:`~ironic_partition.conf.PartitionSettings`
         in force.
     :param membership: the membership the ring was built from.
-    :param ownership: the :data:`~ironic_partition.rules.Ownership`.
+    :param ring_ownership: the :data:`~ironic_partition.rules.Ownership`
+        the rules decided.
+    :param ownership: the same, with ``by_ring`` (and ``managed``) cut
+        down to the nodes this service holds claims on; equal to
+        ``ring_ownership`` when claims are off.
     :param nodes: the managed nodes, by UUID (slim records).
-    :param listed: how many nodes Ironic listed for the group.
     :param gained: UUIDs managed now and not at the previous refresh.
     :param lost: UUIDs managed at the previous refresh and not now.
-    :param api_calls: Ironic API calls made.
-    :param http_seconds: seconds spent in those calls.
-    :param seconds: seconds the whole refresh took.
-    :param ring_ownership: the :data:`~ironic_partition.rules.Ownership`
-        the rules decided before claims; ``ownership`` is the same with
-        ``by_ring`` (and ``managed``) cut down to the claimed nodes. Equal
-        to ``ownership`` when claims are off.
     :param claims: the :class:`~ironic_partition.claims.ClaimOutcome` of
         this refresh's claim round, or None when claims are off.
-    :param claimed: UUIDs whose claim was taken in this refresh.
-    :param released: UUIDs whose claim was released in this refresh.
-    :param fenced: ring nodes not reported because no valid claim could
-        be proven (database unreachable, or lease run out locally).
-    :param waiting: ring nodes not reported because another service still
-        holds a valid claim on them.
-    :param valid_until: the monotonic instant until which the claimed
-        nodes in ``nodes`` may be reported, or None when claims are off
-        (then there is no limit) or no claimed node is reported.
-    :param claim_seconds: seconds the claim round took.
+    :param metrics: the :class:`RefreshMetrics`.
     """
 
     settings: object
     membership: object
+    ring_ownership: object
     ownership: object
     nodes: dict
-    listed: int
     gained: frozenset
     lost: frozenset
-    api_calls: int
-    http_seconds: float
-    seconds: float
-    ring_ownership: object = None
-    claims: object = None
-    claimed: frozenset = frozenset()
-    released: frozenset = frozenset()
-    fenced: frozenset = frozenset()
-    waiting: frozenset = frozenset()
-    valid_until: float = None
-    claim_seconds: float = 0.0
+    claims: object
+    metrics: RefreshMetrics
 
     @property
     def members(self):
         """The ring members, sorted."""
         return tuple(sorted(self.membership.live))
+
+    @property
+    def claimed(self):
+        """UUIDs whose claim was taken in this refresh."""
+        return self.claims.claimed if self.claims else _NO_CLAIMS
+
+    @property
+    def released(self):
+        """UUIDs whose claim was released in this refresh."""
+        return self.claims.released if self.claims else _NO_CLAIMS
+
+    @property
+    def fenced(self):
+        """Ring nodes not reported: no valid claim could be proven."""
+        return self.claims.fenced if self.claims else _NO_CLAIMS
+
+    @property
+    def waiting(self):
+        """Ring nodes not reported: another service holds their claim."""
+        return self.claims.waiting if self.claims else _NO_CLAIMS
+
+    @property
+    def valid_until(self):
+        """Until when (monotonic) the claimed nodes may be reported.
+
+        None when claims are off (no limit) or no claimed node is
+        reported.
+        """
+        if not self.claims or not self.claims.ring_reported:
+            return None
+        return self.claims.valid_until
 
 
 def _shard_kwargs(settings):
@@ -196,6 +237,10 @@ class Partitioner(object):
             members_fn=lambda key: self._live,
             partitions=2 ** group.partition_exponent,
             mode=group.ring_mode)
+        #: The nodes of the partition, kept current by the change feed.
+        self.index = node_index.NodeIndex(
+            client, group.full_resync_interval, group.change_feed_overlap,
+            clock=clock)
         self._stale_since = None
         self._instance_nodes = frozenset()
         self._announce = False
@@ -289,6 +334,7 @@ class Partitioner(object):
             self._settings = new
             self.rings.reset()
             self.client.reset()
+            self.index.invalidate()
             self.membership.partition_key = new.partition_key
             self._announce = True
         LOG.info('Partition settings changed: partition_key %(ok)r -> '
@@ -336,32 +382,34 @@ class Partitioner(object):
                 % (self.identity.host, self.identity.lost))
 
     def _list(self, settings, my_instances):
-        """List the group, plus the nodes of our instances outside it.
+        """The partition's nodes, plus the nodes of our instances outside.
 
-        :returns: ``(nodes, my_instances)``, the latter a frozenset read
-            after the listing.
+        :returns: ``(nodes, my_instances, update, extra_meter)``: a list of
+            slim records, a frozenset read after the listing, the
+            :data:`~ironic_partition.node_index.IndexUpdate` and the
+            :class:`~ironic_partition.baremetal.Meter` of the instance
+            look-ups.
         """
+        extra = baremetal.Meter()
         try:
-            nodes = self.client.list_nodes(
-                conductor_group=settings.partition_key,
-                **_shard_kwargs(settings))
+            update = self.index.refresh(settings.partition_key,
+                                        settings.shard)
+            nodes = list(self.index.nodes.values())
             if not nodes and settings.partition_key is not None:
                 self._check_group_served(settings.partition_key)
             # NOTE(ironic-partition): read after the listing, as nova
             # does: an instance spawned during a long listing is kept.
             mine = frozenset(my_instances)
-            seen = {n.instance_id for n in nodes
-                    if n.instance_id is not None}
-            missing = mine - seen
+            missing = mine - {n.instance_id for n in nodes
+                              if n.instance_id is not None}
             if missing and ip_conf.is_partitioned(settings):
-                listed = {n.id for n in nodes}
-                nodes = list(nodes) + [
-                    n for n in self.client.nodes_for_instances(missing)
-                    if n.id not in listed]
+                listed = self.index.nodes
+                nodes.extend(n for n in self.client.nodes_for_instances(
+                    missing, meter=extra) if n.id not in listed)
         except (exception.IronicUnavailable,
                 exception.IronicRequestError) as e:
             raise exception.PartitionNotReady(reason=e)
-        return nodes, mine
+        return nodes, mine, update, extra
 
     def _check_group_served(self, key):
         """Refuse a partition key that no conductor and no node has."""
@@ -391,7 +439,8 @@ class Partitioner(object):
         with self._lock:
             self._check_identity()
             settings = self._settings
-            nodes, mine = self._list(settings, my_instances)
+            nodes, mine, update, extra = self._list(settings,
+                                                    my_instances)
             membership = self._read_membership(settings)
             self._live = frozenset(membership.live)
             # NOTE(ironic-partition): only a balanced ring depends on the
@@ -412,14 +461,17 @@ class Partitioner(object):
             by_id = {n.id: n for n in nodes if n.id in managed}
             previous = (frozenset(self.last_result.nodes)
                         if self.last_result is not None else frozenset())
+            metrics = RefreshMetrics(
+                listed=len(nodes), full=update.full, changed=update.changed,
+                api_calls=update.calls + extra.calls,
+                http_seconds=update.http_seconds + extra.http_seconds,
+                seconds=self._clock() - start,
+                claim_seconds=outcome.seconds if outcome else 0.0)
             result = RefreshResult(
                 settings=settings, membership=membership,
-                ownership=ownership, nodes=by_id, listed=len(nodes),
-                gained=managed - previous, lost=previous - managed,
-                api_calls=self.client.last_calls,
-                http_seconds=self.client.last_http_seconds,
-                seconds=self._clock() - start,
-                ring_ownership=ring_ownership, **self._claim_fields(outcome))
+                ring_ownership=ring_ownership, ownership=ownership,
+                nodes=by_id, gained=managed - previous,
+                lost=previous - managed, claims=outcome, metrics=metrics)
             self.last_result = result
             self._instance_nodes = frozenset(ownership.by_instance)
             announce, self._announce = self._announce, False
@@ -432,7 +484,7 @@ class Partitioner(object):
         # both assume a refresh ends within refresh_interval; say so when
         # it does not, with the figures an operator needs to act.
         interval = self.conf.ironic_partition.refresh_interval
-        if result.seconds <= interval:
+        if result.metrics.seconds <= interval:
             return
         LOG.warning('Refresh took %(secs).1f s (Ironic %(http).1f s), '
                     'longer than [ironic_partition] refresh_interval '
@@ -441,7 +493,8 @@ class Partitioner(object):
                     'refresh_interval, and claims come closer to their '
                     'fence. Raise refresh_interval or reduce the load on '
                     'the Ironic API.',
-                    {'secs': result.seconds, 'http': result.http_seconds,
+                    {'secs': result.metrics.seconds,
+                     'http': result.metrics.http_seconds,
                      'interval': interval})
 
     def _claim(self, ownership, settings):
@@ -462,17 +515,6 @@ class Partitioner(object):
         return ownership._replace(
             managed=tuple(ownership.by_instance) + by_ring,
             by_ring=by_ring), outcome
-
-    @staticmethod
-    def _claim_fields(outcome):
-        if outcome is None:
-            return {}
-        return {'claims': outcome, 'claimed': outcome.claimed,
-                'released': outcome.released, 'fenced': outcome.fenced,
-                'waiting': outcome.waiting,
-                'valid_until': (outcome.valid_until
-                                if outcome.ring_reported else None),
-                'claim_seconds': outcome.seconds}
 
     def reported_nodes(self, now=None):
         """The nodes of the last result that may be reported at this instant.
@@ -565,7 +607,8 @@ class Partitioner(object):
     @staticmethod
     def _log(result, announce):
         own = result.ownership
-        params = {'managed': len(result.nodes), 'listed': result.listed,
+        metrics = result.metrics
+        params = {'managed': len(result.nodes), 'listed': metrics.listed,
                   'key': _describe(result.settings),
                   'members': ','.join(result.members),
                   'gained': len(result.gained), 'lost': len(result.lost),
@@ -574,7 +617,9 @@ class Partitioner(object):
                   'fenced': len(result.fenced),
                   'claimed': len(result.claimed),
                   'waiting': len(result.waiting),
-                  'secs': result.seconds}
+                  'how': 'listed in full' if metrics.full else
+                  '%d changes' % metrics.changed,
+                  'secs': metrics.seconds}
         if announce:
             LOG.info('Now managing %(managed)d of %(listed)d nodes of '
                      'partition %(key)s with members %(members)s', params)
@@ -583,4 +628,4 @@ class Partitioner(object):
                  '%(gained)d, lost %(lost)d, claimed %(claimed)d, released '
                  '%(released)d, waiting %(waiting)d, fenced %(fenced)d, '
                  'stranded %(stranded)d; members %(members)s; '
-                 '%(secs).2f s', params)
+                 '%(how)s, %(secs).2f s', params)

@@ -407,7 +407,7 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
             'managed': sorted(managed),
             'managed_count': len(managed),
             'by_instance': sorted(last.ownership.by_instance),
-            'listed': last.listed,
+            'listed': last.metrics.listed,
             'gained': sorted(last.gained),
             'lost': sorted(last.lost),
             'waiting': sorted(last.waiting),

@@ -221,7 +221,7 @@ def to_dict(data):
         'services': data.get('services', []),
         'ring_mode': data['ring_mode'],
         'conductors': group,
-        'listed': result.listed,
+        'listed': result.metrics.listed,
         'managed': [
             {'uuid': uuid,
              'instance_uuid': result.nodes[uuid].instance_id,
@@ -238,8 +238,8 @@ def to_dict(data):
         'stranded_count': len(stranded),
         'instance_owners_known': bool(data['instance_hosts']),
         'claims': data['claims'],
-        'api_calls': result.api_calls,
-        'seconds': round(result.seconds, 3),
+        'api_calls': result.metrics.api_calls,
+        'seconds': round(result.metrics.seconds, 3),
     }
 
 

@@ -83,6 +83,26 @@ opts = [
                'are then reported again within service_down_time + 2 '
                'refresh intervals (see the safety guide).')),
     cfg.IntOpt(
+        'full_resync_interval',
+        default=300,
+        min=0,
+        help=_('Seconds between two full listings of this service\'s '
+               'partition. In between, a refresh reads only the nodes '
+               'Ironic changed or created since the last one (its change '
+               'feed, ordered by updated_at and created_at). Ironic keeps '
+               'no trace of a deleted node: a deleted node that carried no '
+               'instance stays listed until the next full listing. 0 lists '
+               'in full at every refresh, as nova does.')),
+    cfg.IntOpt(
+        'change_feed_overlap',
+        default=60,
+        min=1,
+        help=_('Seconds of Ironic\'s change feed read again before the '
+               'last watermark at each refresh. It covers transactions '
+               'that committed out of order and clock differences between '
+               'Ironic\'s API and conductor hosts, which stamp updated_at; '
+               'keep it above the largest clock difference between them.')),
+    cfg.IntOpt(
         'heartbeat_interval',
         default=10,
         min=1,

@@ -68,6 +68,10 @@ def build_rows(spec, node_version):
             'retired': False,
             'version': node_version,
             'created_at': now,
+            # NOTE(harness): as the API leaves them: a node that went
+            # through manage (and provide) has been updated since created.
+            'updated_at': None if spec['provision_state'] == 'enroll'
+            else now,
         }
         for iface, name in spec['interfaces'].items():
             row['%s_interface' % iface] = name

@@ -83,7 +83,7 @@ class RealIronicTestCase(test_harness.TeardownAssertions,
             nodes = client.list_nodes(conductor_group=group)
             self.assertEqual(uuids, {n.id for n in nodes}, group)
             self.assertEqual({group}, {n.conductor_group for n in nodes})
-            self.assertLessEqual(client.last_calls,
+            self.assertLessEqual(nodes.calls,
                                  math.ceil(len(uuids) / PAGE) + 1)
         self.assertEqual(NODES, len(client.list_nodes()))
 

@@ -104,7 +104,7 @@ class TestListNodes(base.TestCase):
         client = self._client(proxy)
         nodes = client.list_nodes()
         self.assertEqual(25, len(nodes))
-        self.assertEqual(3, client.last_calls)
+        self.assertEqual(3, nodes.calls)
         self.assertEqual(3, len(proxy.calls))
         path, params, version = proxy.calls[0]
         self.assertEqual('/nodes', path)

@@ -23,9 +23,10 @@ from ironic_partition import exception
 from ironic_partition.membership import base as mbase
 from ironic_partition import partitioner
 from ironic_partition.tests import base
+from ironic_partition.tests.unit import baremetal_fakes
 
 
-class FakeClient(object):
+class FakeClient(baremetal_fakes.FullListingMixin):
     """Serves a fixed node list, or fails as told (a fault injector)."""
 
     def __init__(self, nodes):
@@ -33,8 +34,6 @@ class FakeClient(object):
         self.fault = None
         self.groups = []
         self.resets = 0
-        self.last_calls = 1
-        self.last_http_seconds = 0.0
         self.groups_served = {'rack1', 'rack2', ''}
 
     def list_nodes(self, conductor_group=None):
@@ -45,7 +44,7 @@ class FakeClient(object):
                 if conductor_group is None
                 or n.conductor_group == conductor_group]
 
-    def nodes_for_instances(self, instance_ids):
+    def nodes_for_instances(self, instance_ids, meter=None):
         if self.fault is not None:
             raise self.fault
         return [n for n in self.nodes if n.instance_id in instance_ids]
@@ -104,7 +103,7 @@ class TestPartitioner(base.TestCase):
             self.assertEqual(expected, set(result.nodes))
             self.assertFalse(seen & expected)
             seen |= expected
-            self.assertEqual(200, result.listed)
+            self.assertEqual(200, result.metrics.listed)
             self.assertEqual(['rack1'], p.client.groups)
         self.assertEqual(200, len(seen))
 
@@ -254,7 +253,7 @@ class TestSafetyCore(TestPartitioner):
         looked_up = []
         real = p.client.nodes_for_instances
 
-        def spy(ids):
+        def spy(ids, meter=None):
             looked_up.append(frozenset(ids))
             return real(ids)
 

@@ -30,6 +30,7 @@ from ironic_partition import exception
 from ironic_partition.membership import base as mbase
 from ironic_partition import partitioner
 from ironic_partition.tests import base
+from ironic_partition.tests.unit import baremetal_fakes
 from ironic_partition.tests.unit import test_baremetal
 
 
@@ -166,13 +167,11 @@ class TestRereadShard(base.TestCase):
         self.assertEqual('s1', self.conf.ironic.shard)
 
 
-class FakeClient(object):
+class FakeClient(baremetal_fakes.FullListingMixin):
 
     def __init__(self, nodes):
         self.nodes = nodes
         self.calls = []
-        self.last_calls = 1
-        self.last_http_seconds = 0.0
 
     def list_nodes(self, conductor_group=None, **filters):
         self.calls.append(dict(filters, conductor_group=conductor_group))

@@ -18,6 +18,7 @@ import uuid
 
 from ironic_partition import baremetal
 from ironic_partition.membership import base as mbase
+from ironic_partition.tests.unit import baremetal_fakes
 
 CONDUCTORS = [
     {'hostname': 'c1', 'conductor_group': 'rack1', 'alive': True,
@@ -45,7 +46,7 @@ def nodes(count, group='rack1', instances=None, start=0):
             for i in range(start, start + count)]
 
 
-class Client(object):
+class Client(baremetal_fakes.FullListingMixin):
     """An IronicClient serving fixed lists, or failing as told."""
 
     endpoint = 'http://ironic.test'
@@ -55,8 +56,6 @@ class Client(object):
         self.nodes = list(node_list)
         self.conductors = conductors
         self.fault = None
-        self.last_calls = 1
-        self.last_http_seconds = 0.0
 
     def list_nodes(self, conductor_group=None, fields=None, **filters):
         if self.fault is not None:

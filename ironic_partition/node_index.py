@@ -1,0 +1,177 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The nodes of one partition, kept current at the cost of what changed.
+
+A :class:`NodeIndex` holds one slim record per node of a conductor group
+(and shard), the one copy of the fleet a service keeps. Its first
+:meth:`~NodeIndex.refresh` lists the partition in full, page by page as
+the pages arrive. Later refreshes read only Ironic's change feed: the
+nodes updated or created since the last watermarks, fleet-wide, so that a
+node moved out of the partition is seen (and dropped) as well as one
+moved in. The watermarks are Ironic's own ``updated_at`` and
+``created_at``, read again with an overlap.
+
+Ironic keeps no trace of a deleted node, so deletions are found by the
+full listing that runs every ``[ironic_partition] full_resync_interval``
+seconds (and whenever the feed cannot prove it is complete, the partition
+changed, or the last listing failed half-way). Until then a deleted node
+that carried no instance stays listed; Ironic refuses to delete a node
+that carries one.
+"""
+
+import collections
+import datetime
+import time
+
+from oslo_log import log as logging
+
+from ironic_partition import baremetal
+
+LOG = logging.getLogger(__name__)
+
+#: What one :meth:`NodeIndex.refresh` did: ``full`` (a full listing or
+#: the change feed), ``changed`` (records the feed applied), ``calls`` and
+#: ``http_seconds`` (its Ironic API calls) and ``reason`` (why it listed
+#: in full, or None).
+IndexUpdate = collections.namedtuple(
+    'IndexUpdate', ['full', 'changed', 'calls', 'http_seconds', 'reason'])
+
+
+class NodeIndex(object):
+    """The nodes of one partition, by UUID.
+
+    :param client: an :class:`~ironic_partition.baremetal.IronicClient`.
+    :param resync_interval: seconds between full listings; 0 lists in
+        full at every refresh.
+    :param overlap: seconds of the change feed read again before the
+        watermarks.
+    :param clock: a monotonic clock.
+    """
+
+    def __init__(self, client, resync_interval, overlap,
+                 clock=time.monotonic):
+        self.client = client
+        self.resync_interval = resync_interval
+        self.overlap = datetime.timedelta(seconds=overlap)
+        self._clock = clock
+        #: node UUID -> slim :class:`~ironic_partition.baremetal.Node`.
+        self.nodes = {}
+        self._key = None
+        self._synced_at = None
+        self._updated = None
+        self._created = None
+
+    def __len__(self):
+        return len(self.nodes)
+
+    def invalidate(self):
+        """List in full at the next refresh (e.g. after a settings change)."""
+        self._synced_at = None
+
+    def _full_reason(self, key):
+        if self._key != key:
+            return 'first listing' if self._key is None else \
+                'the partition changed'
+        if self._synced_at is None:
+            return 'the last listing did not finish'
+        if self._updated is None:
+            return 'no change feed watermark'
+        if self.resync_interval <= 0:
+            return 'full_resync_interval is 0'
+        if self._clock() - self._synced_at >= self.resync_interval:
+            return 'periodic full resync'
+        return None
+
+    @staticmethod
+    def _microversion(shard):
+        return (baremetal.SHARD_MICROVERSION if shard is not None
+                else baremetal.MIN_MICROVERSION)
+
+    def refresh(self, conductor_group, shard=None):
+        """Bring the index up to date with Ironic.
+
+        :param conductor_group: the partition's group, None for all.
+        :param shard: the partition's shard, None for all.
+        :returns: an :data:`IndexUpdate`.
+        :raises IronicUnavailable: Ironic cannot be reached or failed; a
+            full listing that failed half-way is done again next time.
+        :raises IronicRequestError: Ironic refused a query.
+        """
+        key = (conductor_group, shard)
+        reason = self._full_reason(key)
+        if reason is None:
+            try:
+                return self._apply_changes(key)
+            except baremetal.ChangeFeedUnavailable as e:
+                reason = 'the change feed is incomplete (%s)' % e
+        return self._list_all(key, reason)
+
+    def _list_all(self, key, reason):
+        conductor_group, shard = key
+        if self._key != key:
+            self.nodes = {}
+            self._key = key
+        self._synced_at = None
+        started = self._clock()
+        mv = self._microversion(shard)
+        try:
+            updated, created, head = self.client.newest_stamps(mv)
+        except baremetal.ChangeFeedUnavailable as e:
+            LOG.info('Listing in full at every refresh for now: %s', e)
+            updated = created = None
+            head = baremetal.Meter()
+        meter = baremetal.Meter()
+        nodes = self.nodes
+        seen = set()
+        # NOTE(ironic-partition): updated in place, page by page, so that
+        # the fleet is held once; a listing that fails half-way leaves
+        # _synced_at unset and the next refresh lists in full again.
+        fields = baremetal.NODE_FIELDS + (('shard',) if shard is not None
+                                          else ())
+        for page in self.client.node_pages(conductor_group, fields=fields,
+                                           shard=shard, meter=meter):
+            for node in page:
+                nodes[node.id] = node
+                seen.add(node.id)
+        for gone in [u for u in nodes if u not in seen]:
+            del nodes[gone]
+        self._updated, self._created = updated, created
+        self._synced_at = started
+        LOG.debug('Listed %(count)d nodes in full (%(reason)s) in '
+                  '%(calls)d calls', {'count': len(nodes), 'reason': reason,
+                                      'calls': meter.calls + head.calls})
+        return IndexUpdate(True, len(nodes), meter.calls + head.calls,
+                           meter.http_seconds + head.http_seconds, reason)
+
+    def _apply_changes(self, key):
+        conductor_group, shard = key
+        changes = self.client.node_changes(
+            self._updated, self._created, self.overlap,
+            microversion=self._microversion(shard))
+        group = conductor_group.lower() if conductor_group is not None \
+            else None
+        shard = shard.lower() if shard is not None else None
+        nodes = self.nodes
+        for node in changes.nodes:
+            # NOTE(ironic-partition): the filters Ironic applies to a
+            # listing: the group and the shard as given, lower-cased.
+            if ((group is None or node.conductor_group == group)
+                    and (shard is None or node.shard == shard)):
+                nodes[node.id] = node
+            else:
+                nodes.pop(node.id, None)
+        self._updated, self._created = changes.updated, changes.created
+        return IndexUpdate(False, len(changes.nodes), changes.calls,
+                           changes.http_seconds, None)

@@ -1,0 +1,36 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""What the fake Ironic clients of the unit tests share."""
+
+from ironic_partition import baremetal
+
+
+class FullListingMixin(object):
+    """Serves ``list_nodes()`` as one page of a full listing.
+
+    The fake has no change feed, so a
+    :class:`~ironic_partition.node_index.NodeIndex` lists in full at every
+    refresh, as before the change feed existed.
+    """
+
+    def newest_stamps(self, microversion=None):
+        raise baremetal.ChangeFeedUnavailable('no change feed in this fake')
+
+    def node_pages(self, conductor_group=None, fields=None, shard=None,
+                   meter=None):
+        if meter is not None:
+            meter.add(0.0)
+        kwargs = {'shard': shard} if shard is not None else {}
+        yield list(self.list_nodes(conductor_group, **kwargs))

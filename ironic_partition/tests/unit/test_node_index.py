@@ -1,0 +1,363 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The change feed and the node index, against an Ironic-like fake.
+
+The fake sorts and pages as Ironic's API does on top of oslo.db's
+``paginate_query``: keyset pagination on (sort key, id), NULL timestamps
+first (PostgreSQL) or last (MySQL) on a descending sort, and a marker
+without a timestamp compared on its id alone. The functional test
+``test_node_index`` checks the same against a real Ironic.
+"""
+
+import datetime
+import json
+import random
+from unittest import mock
+import uuid
+
+import requests
+
+from ironic_partition import baremetal
+from ironic_partition import exception
+from ironic_partition import node_index
+from ironic_partition.tests import base
+
+T0 = datetime.datetime(2026, 11, 23, 12, 0, 0,
+                       tzinfo=datetime.timezone.utc)
+
+
+def _iso(stamp):
+    return stamp.isoformat() if stamp is not None else None
+
+
+class FakeIronic(object):
+    """Nodes with Ironic's timestamps, served like Ironic's node API."""
+
+    def __init__(self, nulls='first'):
+        self.nulls = nulls
+        self.rows = {}
+        self.next_id = 1
+        self.now = T0
+        self.calls = []
+
+    def tick(self, seconds=1):
+        self.now += datetime.timedelta(seconds=seconds)
+
+    def create(self, group='rack1', stamp=True, shard=None, **fields):
+        u = str(uuid.uuid4())
+        self.rows[u] = dict(
+            id=self.next_id, uuid=u, conductor_group=group,
+            instance_uuid=None, maintenance=False, shard=shard,
+            created_at=self.now, updated_at=self.now if stamp else None,
+            **fields)
+        self.next_id += 1
+        self.tick()
+        return u
+
+    def update(self, u, stamp=None, **fields):
+        self.rows[u].update(fields)
+        self.rows[u]['updated_at'] = stamp or self.now
+        self.tick()
+
+    def delete(self, u):
+        del self.rows[u]
+        self.tick()
+
+    # The SDK proxy's get(), as IronicClient calls it.
+    def get(self, path, params=None, microversion=None):
+        params = dict(params)
+        self.calls.append((path, params))
+        rows = list(self.rows.values())
+        if 'conductor_group' in params:
+            rows = [r for r in rows
+                    if r['conductor_group'] == params['conductor_group']]
+        if 'shard' in params:
+            rows = [r for r in rows if r['shard'] == params['shard']]
+        key = params.get('sort_key', 'id')
+        desc = params.get('sort_dir') == 'desc'
+
+        def order(row):
+            value = row[key]
+            null = value is None
+            rank = (0 if null else 1) if (self.nulls == 'first') == desc \
+                else (1 if null else 0)
+            return (rank if not desc else -rank,
+                    value if value is not None else T0, row['id'])
+        rows.sort(key=order, reverse=desc)
+        if desc:
+            # reverse=True flipped the NULL rank too; put it back.
+            rows.sort(key=lambda r: (r[key] is None) != (self.nulls ==
+                                                         'first'))
+        if 'marker' in params:
+            marker = self.rows[params['marker']]
+            value = marker[key]
+
+            def after(row):
+                if value is None:
+                    # oslo.db skips a NULL marker value: id alone.
+                    return (row['id'] < marker['id'] if desc
+                            else row['id'] > marker['id'])
+                if row[key] is None:
+                    return False
+                if row[key] == value:
+                    return (row['id'] < marker['id'] if desc
+                            else row['id'] > marker['id'])
+                return row[key] < value if desc else row[key] > value
+            rows = [r for r in rows if after(r)]
+        page = rows[:params['limit']]
+        body = {'nodes': [self._view(r, path, params) for r in page]}
+        if len(page) == params['limit']:
+            body['next'] = ('http://ironic/v1%s?marker=%s'
+                            % (path, page[-1]['uuid']))
+        resp = requests.Response()
+        resp.status_code = 200
+        resp._content = json.dumps(body).encode()
+        resp.headers['Content-Type'] = 'application/json'
+        return resp
+
+    def _view(self, row, path, params):
+        view = {k: v for k, v in row.items() if k != 'id'}
+        view['updated_at'] = _iso(row['updated_at'])
+        view['created_at'] = _iso(row['created_at'])
+        if path == '/nodes':
+            assert 'updated_at' not in params.get('fields', '')
+            fields = params['fields'].split(',')
+            view = {k: view.get(k) for k in fields}
+        return view
+
+
+def _client(fake, page_size=5):
+    return baremetal.IronicClient(connection=mock.Mock(baremetal=fake),
+                                  page_size=page_size)
+
+
+class TestNodeChanges(base.TestCase):
+
+    def _changes(self, fake, since, overlap=2, page_size=5):
+        return _client(fake, page_size).node_changes(
+            since, since, datetime.timedelta(seconds=overlap))
+
+    def test_reads_only_what_changed_since_the_watermark(self):
+        for nulls in ('first', 'last'):
+            fake = FakeIronic(nulls)
+            old = [fake.create() for _ in range(30)]
+            fake.tick(100)
+            since = fake.now
+            fake.tick(10)
+            fake.update(old[3], instance_uuid='i')
+            new = fake.create(stamp=False)
+            changes = self._changes(fake, since)
+            self.assertEqual({old[3], new}, {n.id for n in changes.nodes},
+                             nulls)
+            self.assertGreater(changes.updated, since)
+            self.assertGreater(changes.created, since)
+            # Two short reads, not a listing of 30 nodes.
+            self.assertLessEqual(changes.calls, 2)
+
+    def test_overlap_reads_again_before_the_watermark(self):
+        fake = FakeIronic()
+        u = fake.create()
+        fake.tick(100)
+        since = fake.now
+        # Committed late, stamped a second before the watermark.
+        fake.update(u, stamp=since - datetime.timedelta(seconds=1),
+                    maintenance=True)
+        changes = self._changes(fake, since, overlap=2)
+        self.assertEqual([u], [n.id for n in changes.nodes])
+        changes = self._changes(fake, since + datetime.timedelta(seconds=5),
+                                overlap=2)
+        self.assertEqual([], changes.nodes)
+
+    def test_watermark_is_ironics_clock_not_ours(self):
+        fake = FakeIronic()
+        fake.now = T0 - datetime.timedelta(days=365)
+        u = fake.create()
+        changes = self._changes(fake, T0 - datetime.timedelta(days=366))
+        self.assertEqual([u], [n.id for n in changes.nodes])
+        self.assertEqual(fake.rows[u]['updated_at'], changes.updated)
+
+    def test_a_page_ending_without_timestamp_is_refused(self):
+        # PostgreSQL puts never-updated nodes first; a marker without a
+        # timestamp makes Ironic skip newer nodes: refuse, list in full.
+        fake = FakeIronic('first')
+        for _ in range(6):
+            fake.create(stamp=False)
+        self.assertRaises(baremetal.ChangeFeedUnavailable, self._changes,
+                          fake, T0)
+
+    def test_newest_stamps(self):
+        fake = FakeIronic('first')
+        fake.create(stamp=False)
+        u = fake.create()
+        fake.create(stamp=False)
+        updated, created, meter = _client(fake).newest_stamps()
+        self.assertEqual(fake.rows[u]['updated_at'], updated)
+        self.assertEqual(max(r['created_at'] for r in fake.rows.values()),
+                         created)
+        self.assertEqual(2, meter.calls)
+
+
+class TestNodeIndex(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.clock = [0.0]
+
+    def _index(self, fake, resync=300, page_size=7):
+        return node_index.NodeIndex(_client(fake, page_size), resync, 2,
+                                    clock=lambda: self.clock[0])
+
+    @staticmethod
+    def _truth(fake, group, shard=None):
+        return {u: (r['instance_uuid'], r['maintenance'])
+                for u, r in fake.rows.items()
+                if r['conductor_group'] == group
+                and (shard is None or r['shard'] == shard)}
+
+    @staticmethod
+    def _seen(index):
+        return {u: (n.instance_id, n.is_maintenance)
+                for u, n in index.nodes.items()}
+
+    def test_random_changes_match_a_full_listing(self):
+        rng = random.Random(42)
+        for nulls in ('first', 'last'):
+            fake = FakeIronic(nulls)
+            for i in range(60):
+                fake.create(group=rng.choice(['rack1', 'rack2']))
+            index = self._index(fake, resync=10 ** 6)
+            update = index.refresh('rack1')
+            self.assertTrue(update.full)
+            fulls = 0
+            for step in range(30):
+                live = sorted(fake.rows)
+                for _ in range(rng.randint(0, 4)):
+                    u = rng.choice(live)
+                    kind = rng.choice(['instance', 'group', 'maintenance',
+                                       'create'])
+                    if kind == 'instance':
+                        fake.update(u, instance_uuid=rng.choice(
+                            [None, str(uuid.uuid4())]))
+                    elif kind == 'group':
+                        fake.update(u, conductor_group=rng.choice(
+                            ['rack1', 'rack2']))
+                    elif kind == 'maintenance':
+                        fake.update(u, maintenance=rng.random() < 0.5)
+                    else:
+                        # Never updated since created, mostly.
+                        fake.create(group='rack1',
+                                    stamp=rng.random() < 0.3)
+                self.clock[0] += 10
+                update = index.refresh('rack1')
+                fulls += update.full
+                if update.full:
+                    # Too many never-updated nodes for PostgreSQL's
+                    # order: listed in full, never trusted.
+                    self.assertIn('incomplete', update.reason)
+                self.assertEqual(self._truth(fake, 'rack1'),
+                                 self._seen(index), (nulls, step))
+            self.assertLess(fulls, 10, nulls)
+
+    def test_deletion_is_found_by_the_periodic_resync(self):
+        fake = FakeIronic()
+        nodes = [fake.create() for _ in range(10)]
+        index = self._index(fake, resync=300)
+        index.refresh('rack1')
+        fake.delete(nodes[0])
+        self.clock[0] += 30
+        self.assertFalse(index.refresh('rack1').full)
+        self.assertIn(nodes[0], index.nodes)
+        self.clock[0] += 300
+        update = index.refresh('rack1')
+        self.assertTrue(update.full)
+        self.assertEqual('periodic full resync', update.reason)
+        self.assertNotIn(nodes[0], index.nodes)
+
+    def test_resync_interval_zero_always_lists_in_full(self):
+        fake = FakeIronic()
+        fake.create()
+        index = self._index(fake, resync=0)
+        index.refresh('rack1')
+        self.assertTrue(index.refresh('rack1').full)
+
+    def test_moved_out_of_the_group_is_dropped(self):
+        fake = FakeIronic()
+        u = fake.create(group='rack1')
+        index = self._index(fake)
+        index.refresh('rack1')
+        fake.update(u, conductor_group='rack2')
+        self.clock[0] += 1
+        self.assertFalse(index.refresh('rack1').full)
+        self.assertNotIn(u, index.nodes)
+
+    def test_shard_filter(self):
+        fake = FakeIronic()
+        u = fake.create(group='rack1', shard='s1')
+        index = self._index(fake)
+        index.refresh('rack1', 's1')
+        self.assertIn(u, index.nodes)
+        fake.update(u, shard='s2')
+        self.clock[0] += 1
+        index.refresh('rack1', 's1')
+        self.assertNotIn(u, index.nodes)
+
+    def test_partition_change_lists_in_full(self):
+        fake = FakeIronic()
+        fake.create(group='rack1')
+        v = fake.create(group='rack2')
+        index = self._index(fake)
+        index.refresh('rack1')
+        update = index.refresh('rack2')
+        self.assertTrue(update.full)
+        self.assertEqual({v}, set(index.nodes))
+
+    def test_listing_failed_half_way_is_done_again(self):
+        fake = FakeIronic()
+        for _ in range(20):
+            fake.create()
+        index = self._index(fake, page_size=7)
+        index.refresh('rack1')
+        real = fake.get
+        calls = []
+
+        def flaky(path, params=None, microversion=None):
+            calls.append(path)
+            if path == '/nodes' and 'marker' in params:
+                raise requests.ConnectionError('cut')
+            return real(path, params, microversion)
+        fake.get = flaky
+        index.invalidate()
+        self.assertRaises(exception.IronicUnavailable, index.refresh,
+                          'rack1')
+        fake.get = real
+        self.clock[0] += 1
+        update = index.refresh('rack1')
+        self.assertTrue(update.full)
+        self.assertEqual('the last listing did not finish', update.reason)
+        self.assertEqual(20, len(index))
+
+    def test_incomplete_feed_falls_back_to_a_full_listing(self):
+        fake = FakeIronic('first')
+        for _ in range(3):
+            fake.create()
+        index = self._index(fake, page_size=5)
+        index.refresh('rack1')
+        for _ in range(6):
+            fake.create(stamp=False)
+        self.clock[0] += 1
+        update = index.refresh('rack1')
+        self.assertTrue(update.full)
+        self.assertIn('change feed is incomplete', update.reason)
+        self.assertEqual(9, len(index))
