@@ -241,6 +241,8 @@ class Partitioner(object):
         self.index = node_index.NodeIndex(
             client, group.full_resync_interval, group.change_feed_overlap,
             clock=clock)
+        self._owners_ring = None
+        self._owners_memo = {}
         self._stale_since = None
         self._instance_nodes = frozenset()
         self._announce = False
@@ -411,6 +413,25 @@ class Partitioner(object):
             raise exception.PartitionNotReady(reason=e)
         return nodes, mine, update, extra
 
+    def _owners(self, ring, node_ids):
+        """:func:`~ironic_partition.rules.ring_owners`, remembered per ring.
+
+        The ring changes only with the members; in between, only the nodes
+        the change feed brought in are looked up.
+
+        :returns: a mapping of (at least) ``node_ids`` to their owner.
+        """
+        if ring is not self._owners_ring:
+            self._owners_ring, self._owners_memo = ring, {}
+        memo = self._owners_memo
+        missing = [u for u in node_ids if u not in memo]
+        if missing:
+            memo.update(rules.ring_owners(ring, missing))
+            if len(memo) > 2 * len(node_ids) + 1000:
+                # NOTE(ironic-partition): forget deleted and moved nodes.
+                self._owners_memo = memo = {u: memo[u] for u in node_ids}
+        return memo
+
     def _check_group_served(self, key):
         """Refuse a partition key that no conductor and no node has."""
         groups = {c['conductor_group'] for c in self.client.list_conductors()}
@@ -450,7 +471,8 @@ class Partitioner(object):
             ring = self.rings.get_ring(settings.partition_key, keys=keys)
             ring_ownership = rules.partition(
                 nodes, ring, settings.host, mine, instance_hosts,
-                alive_hosts=membership.alive_anywhere or None)
+                alive_hosts=membership.alive_anywhere or None,
+                owners_fn=self._owners)
             ownership, outcome = self._claim(ring_ownership, settings)
             if outcome is not None and not outcome.ok:
                 self._check_identity()

@@ -71,7 +71,7 @@ def ring_owners(ring, node_ids):
 
 
 def partition(nodes, ring, host, my_instances, instance_hosts=None,
-              alive_hosts=None):
+              alive_hosts=None, owners_fn=ring_owners):
     """Decide which of ``nodes`` this service manages.
 
     :param nodes: node records with ``id`` (or ``uuid``) and
@@ -84,6 +84,9 @@ def partition(nodes, ring, host, my_instances, instance_hosts=None,
         that owns it, to tell stranded nodes from merely foreign ones.
     :param alive_hosts: lower-case names of every live service of the
         role, in any partition; by default the ring's members.
+    :param owners_fn: :func:`ring_owners` or a function like it that
+        returns a mapping with (at least) the given UUIDs, e.g. one that
+        remembers the owners of a ring it has seen.
     :returns: an :data:`Ownership`.
     """
     host = host.lower()
@@ -98,7 +101,7 @@ def partition(nodes, ring, host, my_instances, instance_hosts=None,
             by_instance.append(uuid)
         else:
             foreign.append((uuid, instance))
-    owners = ring_owners(ring, free)
+    owners = owners_fn(ring, free)
     by_ring = [uuid for uuid in free if owners[uuid] == host]
     members = (frozenset(alive_hosts) if alive_hosts is not None
                else frozenset(getattr(ring, 'nodes', ())))

@@ -205,7 +205,9 @@ class PartitionMixin(object):
                         'good one had %(count)d nodes): %(err)s',
                         {'count': len(self.partition_nodes), 'err': e})
             raise self.partition_not_ready(e) from e
-        self.partition_nodes = dict(result.nodes)
+        # NOTE(ironic-partition): the result's own dict, not a copy: the
+        # records are read-only and a result is never changed.
+        self.partition_nodes = result.nodes
         return result
 
     def partition_reload(self):

@@ -197,17 +197,19 @@ class SharedIronic(object):
         super().tearDownClass()
 
     @classmethod
-    def start_shared_ironic(cls, prefix, groups, nodes, **enroll):
+    def start_shared_ironic(cls, prefix, groups, nodes, db_backend=DB_BACKEND,
+                            **enroll):
         """Start the class's Ironic and enroll nodes in bulk.
 
         :param prefix: the workdir's name prefix.
         :param groups: the conductor groups.
         :param nodes: how many nodes to enroll.
+        :param db_backend: Ironic's database server.
         :param enroll: more arguments of ``harness.bulk_enroll``.
         :returns: the enrolled nodes.
         """
         cls.workdir = tempfile.mkdtemp(prefix=prefix, dir=WORK_PARENT)
-        cls.ironic = harness.IronicFixture(db_backend=DB_BACKEND,
+        cls.ironic = harness.IronicFixture(db_backend=db_backend,
                                            conductor_groups=groups,
                                            workdir=cls.workdir)
         cls.ironic.setUp()

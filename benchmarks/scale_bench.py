@@ -1,0 +1,594 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Scale benchmark: 10^5 nodes, three services, ours against nova 34.
+
+One real Ironic (the harness: API plus one conductor per group, fake
+hardware) with ``--nodes`` nodes bulk-enrolled into ``--groups`` conductor
+groups and ``--shards`` shards. Each service is a process of its own,
+building its driver the way nova-compute does (nova's loader, nova's
+configuration, nova's main database), so that its resident memory is its
+own:
+
+* three services with our driver in its **default configuration**
+  (``membership_backend = database``, ownership claims on, the nova
+  cadence), partitioning off: the fleet is shared among the three, about a
+  third each; the claims database is ``--claims-backend`` (run it once per
+  backend);
+* one service with nova 34's own driver, in the same run, with the same
+  three compute services in its service group.
+
+It reports, from the same run:
+
+* Ironic's own time to serve the pages of a full listing (one client
+  reading them back to back, without decoding them);
+* each driver's full refresh (``_refresh_cache``), its time in HTTP and
+  outside it, and its resident memory growth;
+* our incremental refreshes after ``--change`` of the fleet changed
+  (instances set and cleared, group and shard changes, maintenance,
+  creations and deletions; most through SQL with Ironic's ``updated_at``
+  stamped as Ironic stamps it, some through the API), checked against
+  the truth in Ironic's database at every step;
+* the claim rounds, and whether any lease lapsed (a fence) during the
+  first full listing;
+* the driver side of one resource-tracker pass: ``get_available_nodes``
+  plus ``get_available_resource`` for every node of the share.
+
+Example (needs functional-requirements.txt)::
+
+    python benchmarks/scale_bench.py --nodes 100000 --claims-backend mysql
+"""
+
+import argparse
+import configparser
+import datetime
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+from keystoneauth1 import session as ks_session
+import requests
+import sqlalchemy
+
+from ironic_partition import baremetal
+from ironic_partition.db import api as db_api
+from ironic_partition import testing as harness
+from ironic_partition.testing import db as harness_db
+
+DRIVERS = ('nova', 'ours')
+HOSTS = ('scale-cn0', 'scale-cn1', 'scale-cn2')
+
+
+def rss_mib():
+    """This process's resident set size now, in MiB."""
+    with open('/proc/self/statm') as f:
+        pages = int(f.read().split()[1])
+    return pages * resource.getpagesize() / 2.0 ** 20
+
+
+# -- The worker: one service ---------------------------------------------
+
+class HttpMeter(object):
+    """Counts keystoneauth session requests and the time spent in them."""
+
+    def __init__(self):
+        self.calls = 0
+        self.seconds = 0.0
+        self._local = threading.local()
+        real = ks_session.Session.request
+        meter = self
+
+        def request(session, *args, **kwargs):
+            if getattr(meter._local, 'busy', False):
+                return real(session, *args, **kwargs)
+            meter._local.busy = True
+            start = time.perf_counter()
+            try:
+                return real(session, *args, **kwargs)
+            finally:
+                meter.seconds += time.perf_counter() - start
+                meter.calls += 1
+                meter._local.busy = False
+
+        ks_session.Session.request = request
+
+    def reset(self):
+        self.calls = 0
+        self.seconds = 0.0
+
+
+def worker(args):
+    """Serve commands on stdin, one JSON answer per line on stdout."""
+    from ironic_partition.tests.functional import nova_env
+    from nova.virt import driver as virt_driver
+    from nova.virt.ironic import driver as ironic_driver
+
+    meter = HttpMeter()
+    overrides = {('ironic', 'peer_list'): []}
+    if args.kind == 'ours':
+        overrides[('ironic_partition_database', 'connection')] = args.db
+    novaconf = nova_env.NovaConf(args.endpoint, overrides)
+    novaconf.setUp()
+    for host in HOSTS:
+        nova_env.add_compute(host)
+    novaconf.config(host=args.host)
+    rss_start = rss_mib()
+    if args.kind == 'nova':
+        driver = ironic_driver.IronicDriver(None)
+    else:
+        driver = virt_driver.load_compute_driver(
+            None, 'ironic_partition.IronicPartitionDriver')
+    driver.init_host(args.host)
+    fences = [0]
+    if args.kind == 'ours':
+        def fenced():
+            fences[0] += 1
+        driver.partitioner.add_fence_listener(fenced)
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    print(json.dumps({'ready': True}), file=out, flush=True)
+    for line in sys.stdin:
+        command = json.loads(line)
+        for host in HOSTS:
+            nova_env.set_up(host, True)
+        answer = {}
+        if command['do'] in ('refresh', 'refresh-full'):
+            if command['do'] == 'refresh-full':
+                driver.partitioner.index.invalidate()
+            meter.reset()
+            fenced_before = fences[0]
+            start = time.perf_counter()
+            driver._refresh_cache()
+            answer['seconds'] = time.perf_counter() - start
+            answer['http'] = meter.seconds
+            answer['calls'] = meter.calls
+            answer['rss_growth'] = rss_mib() - rss_start
+            answer['managed'] = len(driver.node_cache)
+            answer['fences'] = fences[0] - fenced_before
+            result = getattr(getattr(driver, 'partitioner', None),
+                             'last_result', None)
+            if result is not None:
+                answer['full'] = result.metrics.full
+                answer['changed'] = result.metrics.changed
+                answer['claim_seconds'] = result.metrics.claim_seconds
+                answer['listed'] = result.metrics.listed
+                answer['waiting'] = len(result.waiting)
+        elif command['do'] == 'index':
+            # The index's view, for the correctness check.
+            answer['nodes'] = {
+                u: [n.instance_id, bool(n.is_maintenance),
+                    n.conductor_group]
+                for u, n in driver.partitioner.index.nodes.items()}
+        elif command['do'] == 'managed':
+            answer['nodes'] = sorted(driver.node_cache)
+        elif command['do'] == 'rt':
+            # The driver side of one resource-tracker pass.
+            meter.reset()
+            start = time.perf_counter()
+            names = driver.get_available_nodes()
+            listed = time.perf_counter()
+            for name in names:
+                driver.get_available_resource(name)
+            answer['list_seconds'] = listed - start
+            answer['per_node_us'] = ((time.perf_counter() - listed)
+                                     / max(1, len(names)) * 1e6)
+            answer['nodes'] = len(names)
+        elif command['do'] == 'stop':
+            if hasattr(driver, 'partition_stop'):
+                driver.partition_stop()
+            print(json.dumps({}), file=out, flush=True)
+            break
+        print(json.dumps(answer), file=out, flush=True)
+    return 0
+
+
+class Service(object):
+    """One worker process, driven line by line."""
+
+    def __init__(self, kind, host, endpoint, db, log_dir):
+        self.kind = kind
+        self.host = host
+        self.log = open(os.path.join(log_dir, '%s-%s.log' % (kind, host)),
+                        'w')
+        argv = [sys.executable, os.path.abspath(__file__), '--worker',
+                '--kind', kind, '--host', host, '--endpoint', endpoint,
+                '--db', db or '']
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE,
+                                     stderr=self.log, text=True)
+        self._read()
+
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError('%s %s died; see %s' % (self.kind, self.host,
+                                                       self.log.name))
+        return json.loads(line)
+
+    def send(self, do):
+        self.proc.stdin.write(json.dumps({'do': do}) + '\n')
+        self.proc.stdin.flush()
+
+    def call(self, do):
+        self.send(do)
+        return self._read()
+
+    def stop(self):
+        try:
+            if self.proc.poll() is None:
+                self.call('stop')
+                self.proc.wait(timeout=60)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def gather(services, do):
+    """Send a command to every service at once; collect the answers."""
+    for service in services:
+        service.send(do)
+    return [service._read() for service in services]
+
+
+# -- The orchestrator ----------------------------------------------------
+
+def ironic_serve_seconds(endpoint, page_size=1000):
+    """Ironic's own time to serve a full listing's pages, back to back.
+
+    :returns: ``(seconds, pages)``; the answers are read, not decoded.
+    """
+    session = requests.Session()
+    params = {'fields': ','.join(baremetal.NODE_FIELDS),
+              'limit': page_size}
+    headers = {'X-OpenStack-Ironic-API-Version': baremetal.MIN_MICROVERSION}
+    pages = 0
+    start = time.perf_counter()
+    while True:
+        resp = session.get(endpoint + '/v1/nodes', params=params,
+                           headers=headers)
+        resp.raise_for_status()
+        pages += 1
+        body = resp.content
+        # The marker is the last UUID of the page: found without decoding
+        # the page (its "next" link carries it too).
+        tail = body.rfind(b'"next"')
+        if tail < 0:
+            break
+        marker_at = body.find(b'marker=', tail)
+        params['marker'] = body[marker_at + 7:marker_at + 43].decode()
+    return time.perf_counter() - start, pages
+
+
+class Changer(object):
+    """Random changes to Ironic's nodes, with Ironic's own stamps."""
+
+    def __init__(self, ironic, groups, shards, seed):
+        self.conn = harness.connect(ironic.endpoint)
+        self.groups = groups
+        self.shards = shards
+        self.rng = random.Random(seed)
+        url = _ironic_db_url(ironic.config_file)
+        self.engine = sqlalchemy.create_engine(url)
+        self.created = 0
+        self.deleted = set()
+
+    def truth(self):
+        """Every node as Ironic's database has it."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sqlalchemy.text(
+                'SELECT uuid, instance_uuid, maintenance, conductor_group '
+                'FROM nodes')).fetchall()
+        return {r[0]: [r[1], bool(r[2]), r[3]] for r in rows}
+
+    def apply(self, fraction, api):
+        """Change ``fraction`` of the nodes; a few through the API.
+
+        :returns: a dict of counts by kind.
+        """
+        truth = self.truth()
+        free = [u for u, v in truth.items() if v[0] is None]
+        count = max(1, int(len(truth) * fraction))
+        counts = {}
+        updates = []
+        kinds = ('instance', 'clear', 'group', 'shard', 'maintenance')
+        for u in self.rng.sample(sorted(truth), count):
+            kind = self.rng.choice(kinds)
+            if kind == 'instance' and u in free:
+                updates.append((u, {'instance_uuid': str(uuid.uuid4())}))
+            elif kind == 'clear' or kind == 'instance':
+                updates.append((u, {'instance_uuid': None}))
+            elif kind == 'group':
+                updates.append((u, {'conductor_group':
+                                    self.rng.choice(self.groups)}))
+            elif kind == 'shard':
+                updates.append((u, {'shard': self.rng.choice(self.shards)}))
+            else:
+                updates.append((u, {'maintenance':
+                                    self.rng.random() < 0.5}))
+            counts[kind] = counts.get(kind, 0) + 1
+        with self.engine.begin() as conn:
+            for u, values in updates:
+                # NOTE: what Ironic's models do on every update.
+                sets = ', '.join('%s = :%s' % (k, k) for k in values)
+                conn.execute(sqlalchemy.text(
+                    'UPDATE nodes SET %s, updated_at = :now WHERE uuid = '
+                    ':uuid' % sets),
+                    dict(values, uuid=u, now=_utcnow()))
+        # Through Ironic's API: creations, deletions, maintenance.
+        for _ in range(api):
+            name = 'scale-new-%d' % self.created
+            self.created += 1
+            self.conn.baremetal.create_node(
+                name=name, driver='fake-hardware',
+                conductor_group=self.rng.choice(self.groups),
+                resource_class='baremetal')
+        deletable = [u for u in free if u not in self.deleted]
+        for u in self.rng.sample(deletable, api):
+            self.conn.baremetal.delete_node(u)
+            self.deleted.add(u)
+        counts['api_created'] = api
+        counts['api_deleted'] = api
+        return counts
+
+    def close(self):
+        self.engine.dispose()
+
+
+def age_fleet(config_file, age):
+    """Stamp every node as last changed ``age`` ago, as in a fleet in use.
+
+    The bulk enrolment stamps the nodes now; a fleet that has been running
+    has most of its changes behind it, outside the change feed's overlap.
+    """
+    engine = sqlalchemy.create_engine(_ironic_db_url(config_file))
+    try:
+        with engine.begin() as conn:
+            conn.execute(sqlalchemy.text(
+                'UPDATE nodes SET created_at = :t, updated_at = :t'),
+                {'t': _utcnow() - age})
+    finally:
+        engine.dispose()
+
+
+def _utcnow():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def _ironic_db_url(config_file):
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(config_file)
+    return parser.get('database', 'connection')
+
+
+def check(name, ok, detail):
+    print('  [%s] %s: %s' % ('ok' if ok else 'MISSED', name, detail))
+    return ok
+
+
+def run(args):
+
+    groups = ['group%d' % i for i in range(args.groups)]
+    shards = ['shard%d' % i for i in range(args.shards)]
+    log_dir = tempfile.mkdtemp(prefix='ipart-scale-')
+    print('load before the run: %s (2 cores); logs in %s'
+          % (' '.join(open('/proc/loadavg').read().split()[:3]), log_dir))
+    results = {'ok': True}
+    with harness.IronicFixture(db_backend=args.ironic_backend,
+                               conductor_groups=groups) as ironic, \
+            harness_db.DatabaseFixture(args.claims_backend) as claimsdb:
+        start = time.perf_counter()
+        harness.bulk_enroll(ironic.config_file, args.nodes, groups,
+                            provision_state='available', shards=shards)
+        print('Ironic %s on %s: %d nodes in groups %s and shards %s '
+              'enrolled in %.0f s' % (ironic.endpoint, args.ironic_backend,
+                                      args.nodes, ','.join(groups),
+                                      ','.join(shards),
+                                      time.perf_counter() - start),
+              flush=True)
+        age_fleet(ironic.config_file, datetime.timedelta(days=1))
+        db_api.Connection(claimsdb.url).upgrade()
+        serve, pages = ironic_serve_seconds(ironic.endpoint)
+        print('Ironic serves a full listing (%d pages) in %.1f s'
+              % (pages, serve), flush=True)
+        ours = []
+        nova = None
+        try:
+            ours = [Service('ours', h, ironic.endpoint, claimsdb.url,
+                            log_dir) for h in HOSTS]
+            # First full listings, all three at once, as at a fleet-wide
+            # start.
+            first = gather(ours, 'refresh')
+            nova = Service('nova', HOSTS[0], ironic.endpoint, None, log_dir)
+            nova_full = [nova.call('refresh') for _ in range(args.runs)]
+            serve2, _ = ironic_serve_seconds(ironic.endpoint)
+            ours_full = []
+            for _ in range(args.runs):
+                # A full listing now: what the periodic resync costs.
+                ours_full.append(_forced_full(ours[0]))
+            report_full(results, serve, serve2, first, ours_full,
+                        nova_full, args)
+            changer = Changer(ironic, groups, shards, args.seed)
+            incr = []
+            for step in range(args.steps):
+                counts = changer.apply(args.change, args.api_changes)
+                # Timed alone, as the full listings were; then the others.
+                incr.append(ours[0].call('refresh'))
+                gather(ours[1:], 'refresh')
+                truth = changer.truth()
+                index = ours[0].call('index')['nodes']
+                same = index == truth
+                results['ok'] &= check(
+                    'step %d: incremental index == Ironic' % step,
+                    same or _only_deleted(index, truth, changer.deleted),
+                    '%s; %s' % (counts, _diff(index, truth,
+                                              changer.deleted)))
+            report_incremental(results, incr, ours_full, nova_full)
+            # Deletions are found by the periodic resync.
+            _forced_full(ours[0])
+            index = ours[0].call('index')['nodes']
+            results['ok'] &= check(
+                'after a full resync: index == Ironic', index ==
+                changer.truth(), _diff(index, changer.truth(), set()))
+            managed = [set(s.call('managed')['nodes']) for s in ours]
+            overlap = (managed[0] & managed[1]) | (managed[1] & managed[2])\
+                | (managed[0] & managed[2])
+            results['ok'] &= check('no node managed twice', not overlap,
+                                   '%d shared, split %s'
+                                   % (len(overlap),
+                                      '/'.join(str(len(m))
+                                               for m in managed)))
+            rt = {'ours': ours[0].call('rt'), 'nova': nova.call('rt')}
+            report_rt(rt)
+            changer.close()
+        finally:
+            for service in ours + ([nova] if nova else []):
+                service.stop()
+    print('RESULT: %s' % ('PASS' if results['ok'] else 'FAIL'))
+    return 0 if results['ok'] else 1
+
+
+def _forced_full(service):
+    """One full listing of a service: its resync, made due now."""
+    service.send('refresh-full')
+    return service._read()
+
+
+def _only_deleted(index, truth, deleted):
+    extra = set(index) - set(truth)
+    rest = {u: v for u, v in index.items() if u not in extra}
+    return extra <= deleted and rest == truth
+
+
+def _diff(index, truth, deleted):
+    extra = set(index) - set(truth)
+    missing = set(truth) - set(index)
+    changed = sum(1 for u in set(index) & set(truth) if index[u] != truth[u])
+    return ('%d listed, %d in Ironic; %d deleted not yet resynced, %d '
+            'missing, %d differing' % (len(index), len(truth),
+                                       len(extra & deleted), len(missing),
+                                       changed))
+
+
+def _median(answers, key):
+    return statistics.median(a[key] for a in answers)
+
+
+def report_full(results, serve, serve2, first, ours_full, nova_full, args):
+    print('\n== Full listing, %d nodes (partitioning off, 3 services) =='
+          % args.nodes)
+    ours = _median(ours_full, 'seconds')
+    ours_http = _median(ours_full, 'http')
+    nova = _median(nova_full, 'seconds')
+    print('%-44s %10s %10s %8s' % ('', 'nova 34', 'ours', 'ratio'))
+    print('%-44s %10.1f %10.1f %7.1fx' % ('full refresh, median (s)', nova,
+                                          ours, nova / ours))
+    print('%-44s %10.1f %10.1f' % ('  of which in HTTP (s)',
+                                   _median(nova_full, 'http'), ours_http))
+    print('%-44s %10.0f %10.0f' % (
+        'resident memory growth (MiB)', max(a['rss_growth']
+                                            for a in nova_full),
+        max(a['rss_growth'] for a in first + ours_full)))
+    print('%-44s %10d %10d' % ('nodes managed', nova_full[-1]['managed'],
+                               first[0]['managed']))
+    bound = min(serve, serve2) * 1.10
+    results['ok'] &= check('full refresh <= Ironic serving the pages + 10%',
+                           ours <= bound, '%.1f s vs %.1f s (+10%%: %.1f s)'
+                           % (ours, min(serve, serve2), bound))
+    outside = (ours - ours_http) / ours
+    results['ok'] &= check('time outside HTTP <= 5%', outside <= 0.05,
+                           '%.1f%% (%.2f s)' % (100 * outside,
+                                                ours - ours_http))
+    growth = max(a['rss_growth'] for a in first + ours_full)
+    results['ok'] &= check('memory growth <= 100 MiB per service',
+                           growth <= 100, '%.0f MiB (nova 34: %.0f MiB)'
+                           % (growth, max(a['rss_growth']
+                                          for a in nova_full)))
+    claims = max(a['claim_seconds'] for a in first)
+    results['ok'] &= check('claim round <= 5 s (%s), first listing'
+                           % args.claims_backend, claims <= 5,
+                           'max %.2f s over the 3 services' % claims)
+    fences = sum(a['fences'] for a in first)
+    results['ok'] &= check('no lease lapse during the first listing',
+                           fences == 0, '%d fences; first listing %.1f s'
+                           % (fences, max(a['seconds'] for a in first)))
+
+
+def report_incremental(results, incr, ours_full, nova_full):
+    seconds = statistics.median(a['seconds'] for a in incr)
+    ours = _median(ours_full, 'seconds')
+    nova = _median(nova_full, 'seconds')
+    print('\n== Incremental refresh ==')
+    print('median %.2f s over %d refreshes (%d changes read, median); '
+          'claims %.2f s' % (seconds, len(incr),
+                             statistics.median(a['changed'] for a in incr),
+                             max(a['claim_seconds'] for a in incr)))
+    results['ok'] &= check('incremental >= 10x faster than our full',
+                           ours / seconds >= 10, '%.1fx' % (ours / seconds))
+    results['ok'] &= check('incremental >= 30x faster than nova\'s full',
+                           nova / seconds >= 30, '%.1fx' % (nova / seconds))
+    results['ok'] &= check('every refresh incremental',
+                           not any(a['full'] for a in incr),
+                           '%d full' % sum(a['full'] for a in incr))
+
+
+def report_rt(rt):
+    print('\n== Driver side of one resource-tracker pass ==')
+    print('%-44s %10s %10s' % ('', 'nova 34', 'ours'))
+    print('%-44s %10.1f %10.1f' % ('get_available_nodes (s)',
+                                   rt['nova']['list_seconds'],
+                                   rt['ours']['list_seconds']))
+    print('%-44s %10.1f %10.1f' % ('get_available_resource per node (us)',
+                                   rt['nova']['per_node_us'],
+                                   rt['ours']['per_node_us']))
+    print('%-44s %10d %10d' % ('nodes', rt['nova']['nodes'],
+                               rt['ours']['nodes']))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--nodes', type=int, default=100000)
+    parser.add_argument('--groups', type=int, default=4)
+    parser.add_argument('--shards', type=int, default=4)
+    parser.add_argument('--runs', type=int, default=2)
+    parser.add_argument('--steps', type=int, default=3)
+    parser.add_argument('--change', type=float, default=0.01)
+    parser.add_argument('--api-changes', type=int, default=5)
+    parser.add_argument('--seed', type=int, default=17)
+    parser.add_argument('--ironic-backend', default='postgresql',
+                        choices=('postgresql', 'mysql'))
+    parser.add_argument('--claims-backend', default='mysql',
+                        choices=('postgresql', 'mysql'))
+    parser.add_argument('--worker', action='store_true',
+                        help=argparse.SUPPRESS)
+    parser.add_argument('--kind', choices=DRIVERS, help=argparse.SUPPRESS)
+    parser.add_argument('--host', help=argparse.SUPPRESS)
+    parser.add_argument('--endpoint', help=argparse.SUPPRESS)
+    parser.add_argument('--db', help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args)
+    return run(args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
