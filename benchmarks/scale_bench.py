@@ -181,15 +181,14 @@ def worker(args):
         elif command['do'] == 'managed':
             answer['nodes'] = sorted(driver.node_cache)
         elif command['do'] == 'rt':
-            # The driver side of one resource-tracker pass.
-            meter.reset()
+            # The driver side of one resource-tracker pass, after the
+            # refresh of get_available_nodes (timed above): every node of
+            # the share through get_available_resource.
+            names = list(driver.node_cache)
             start = time.perf_counter()
-            names = driver.get_available_nodes()
-            listed = time.perf_counter()
             for name in names:
                 driver.get_available_resource(name)
-            answer['list_seconds'] = listed - start
-            answer['per_node_us'] = ((time.perf_counter() - listed)
+            answer['per_node_us'] = ((time.perf_counter() - start)
                                      / max(1, len(names)) * 1e6)
             answer['nodes'] = len(names)
         elif command['do'] == 'stop':
@@ -355,17 +354,21 @@ class Changer(object):
 
 
 def age_fleet(config_file, age):
-    """Stamp every node as last changed ``age`` ago, as in a fleet in use.
+    """Stamp the nodes as enrolled and last changed in the past.
 
-    The bulk enrolment stamps the nodes now; a fleet that has been running
-    has most of its changes behind it, outside the change feed's overlap.
+    The bulk enrolment stamps every node with the same instant, now; a
+    fleet in use has its changes spread over time and behind it. Node
+    ``id`` is stamped ``id`` seconds after ``age`` ago.
     """
     engine = sqlalchemy.create_engine(_ironic_db_url(config_file))
+    spread = ("(:t + id * interval '1 second')"
+              if engine.dialect.name == 'postgresql'
+              else 'DATE_ADD(:t, INTERVAL id SECOND)')
     try:
         with engine.begin() as conn:
             conn.execute(sqlalchemy.text(
-                'UPDATE nodes SET created_at = :t, updated_at = :t'),
-                {'t': _utcnow() - age})
+                'UPDATE nodes SET created_at = %s, updated_at = %s'
+                % (spread, spread)), {'t': _utcnow() - age})
     finally:
         engine.dispose()
 
@@ -386,6 +389,7 @@ def check(name, ok, detail):
 
 
 def run(args):
+    sys.stdout.reconfigure(line_buffering=True)
 
     groups = ['group%d' % i for i in range(args.groups)]
     shards = ['shard%d' % i for i in range(args.shards)]
@@ -393,8 +397,14 @@ def run(args):
     print('load before the run: %s (2 cores); logs in %s'
           % (' '.join(open('/proc/loadavg').read().split()[:3]), log_dir))
     results = {'ok': True}
+    # NOTE: the conductors would run on hosts of their own; here they share
+    # two cores with the API and the services measured, so their periodic
+    # power-state sync (25,000 fake nodes each, every minute) is spaced
+    # out. It changes no node either way.
+    quiet = {'conductor': {'sync_power_state_interval': 3600}}
     with harness.IronicFixture(db_backend=args.ironic_backend,
-                               conductor_groups=groups) as ironic, \
+                               conductor_groups=groups,
+                               extra_config=quiet) as ironic, \
             harness_db.DatabaseFixture(args.claims_backend) as claimsdb:
         start = time.perf_counter()
         harness.bulk_enroll(ironic.config_file, args.nodes, groups,
@@ -405,7 +415,7 @@ def run(args):
                                       ','.join(shards),
                                       time.perf_counter() - start),
               flush=True)
-        age_fleet(ironic.config_file, datetime.timedelta(days=1))
+        age_fleet(ironic.config_file, datetime.timedelta(days=2))
         db_api.Connection(claimsdb.url).upgrade()
         serve, pages = ironic_serve_seconds(ironic.endpoint)
         print('Ironic serves a full listing (%d pages) in %.1f s'
@@ -420,13 +430,14 @@ def run(args):
             first = gather(ours, 'refresh')
             nova = Service('nova', HOSTS[0], ironic.endpoint, None, log_dir)
             nova_full = [nova.call('refresh') for _ in range(args.runs)]
-            serve2, _ = ironic_serve_seconds(ironic.endpoint)
-            ours_full = []
+            serves, ours_full = [serve], []
             for _ in range(args.runs):
-                # A full listing now: what the periodic resync costs.
+                # A full listing now (what the periodic resync costs),
+                # next to Ironic's own time for the same pages.
                 ours_full.append(_forced_full(ours[0]))
-            report_full(results, serve, serve2, first, ours_full,
-                        nova_full, args)
+                serves.append(ironic_serve_seconds(ironic.endpoint)[0])
+            report_full(results, serves, first, ours_full, nova_full,
+                        args)
             changer = Changer(ironic, groups, shards, args.seed)
             incr = []
             for step in range(args.steps):
@@ -459,6 +470,19 @@ def run(args):
                                                for m in managed)))
             rt = {'ours': ours[0].call('rt'), 'nova': nova.call('rt')}
             report_rt(rt)
+            # A restart keeps the claims (nova's default): the new process
+            # adopts them and renews them during its first full listing.
+            ours[0].stop()
+            ours[0] = Service('ours', HOSTS[0], ironic.endpoint,
+                              claimsdb.url, log_dir)
+            again = ours[0].call('refresh')
+            after = set(ours[0].call('managed')['nodes'])
+            results['ok'] &= check(
+                'restart: no lease lapse during the first listing',
+                again['fences'] == 0 and after == managed[0],
+                '%d fences in a %.1f s first listing; %d of %d nodes kept'
+                % (again['fences'], again['seconds'],
+                   len(after & managed[0]), len(managed[0])))
             changer.close()
         finally:
             for service in ours + ([nova] if nova else []):
@@ -493,7 +517,7 @@ def _median(answers, key):
     return statistics.median(a[key] for a in answers)
 
 
-def report_full(results, serve, serve2, first, ours_full, nova_full, args):
+def report_full(results, serves, first, ours_full, nova_full, args):
     print('\n== Full listing, %d nodes (partitioning off, 3 services) =='
           % args.nodes)
     ours = _median(ours_full, 'seconds')
@@ -510,10 +534,13 @@ def report_full(results, serve, serve2, first, ours_full, nova_full, args):
         max(a['rss_growth'] for a in first + ours_full)))
     print('%-44s %10d %10d' % ('nodes managed', nova_full[-1]['managed'],
                                first[0]['managed']))
-    bound = min(serve, serve2) * 1.10
+    serve = statistics.median(serves)
+    bound = serve * 1.10
     results['ok'] &= check('full refresh <= Ironic serving the pages + 10%',
-                           ours <= bound, '%.1f s vs %.1f s (+10%%: %.1f s)'
-                           % (ours, min(serve, serve2), bound))
+                           ours <= bound, '%.1f s vs %.1f s (+10%%: %.1f s; '
+                           'Ironic alone: %s s)'
+                           % (ours, serve, bound,
+                              ', '.join('%.1f' % x for x in serves)))
     outside = (ours - ours_http) / ours
     results['ok'] &= check('time outside HTTP <= 5%', outside <= 0.05,
                            '%.1f%% (%.2f s)' % (100 * outside,
@@ -554,9 +581,6 @@ def report_incremental(results, incr, ours_full, nova_full):
 def report_rt(rt):
     print('\n== Driver side of one resource-tracker pass ==')
     print('%-44s %10s %10s' % ('', 'nova 34', 'ours'))
-    print('%-44s %10.1f %10.1f' % ('get_available_nodes (s)',
-                                   rt['nova']['list_seconds'],
-                                   rt['ours']['list_seconds']))
     print('%-44s %10.1f %10.1f' % ('get_available_resource per node (us)',
                                    rt['nova']['per_node_us'],
                                    rt['ours']['per_node_us']))

@@ -565,18 +565,25 @@ class IronicClient(object):
         stamps = []
         for key in ('updated_at', 'created_at'):
             stamp = _EPOCH
-            params = {'sort_key': key, 'sort_dir': 'desc',
-                      'limit': _HEAD_PAGE}
-            for page in self._page_bodies('/nodes/detail', 'nodes', params,
-                                          microversion, meter):
+            # NOTE(ironic-partition): one node usually answers; a larger
+            # page only when the newest has no timestamp (PostgreSQL sorts
+            # those first).
+            for limit in (1, _HEAD_PAGE):
+                params = {'sort_key': key, 'sort_dir': 'desc',
+                          'limit': limit}
+                body = self._get('/nodes/detail', params, microversion,
+                                 meter)
+                page = body.get('nodes') or ()
                 found = [parse_timestamp(b.get(key)) for b in page]
                 found = [f for f in found if f is not None]
                 if found:
                     stamp = max(found)
                     break
-                if len(page) >= _HEAD_PAGE:
-                    raise ChangeFeedUnavailable(
-                        'more than %d nodes without %s' % (_HEAD_PAGE, key))
+                if len(page) < limit:
+                    break
+            else:
+                raise ChangeFeedUnavailable(
+                    'more than %d nodes without %s' % (_HEAD_PAGE, key))
             stamps.append(stamp)
         return stamps[0], stamps[1], meter
 

@@ -206,7 +206,11 @@ class TestNodeChanges(base.TestCase):
         self.assertEqual(fake.rows[u]['updated_at'], updated)
         self.assertEqual(max(r['created_at'] for r in fake.rows.values()),
                          created)
-        self.assertEqual(2, meter.calls)
+        # One node per timestamp, and a larger page past the node without
+        # an updated_at that PostgreSQL sorts first.
+        self.assertEqual(3, meter.calls)
+        fake.nulls = 'last'
+        self.assertEqual(2, _client(fake).newest_stamps()[2].calls)
 
 
 class TestNodeIndex(base.TestCase):
