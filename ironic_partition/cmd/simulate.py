@@ -37,7 +37,9 @@ import uuid
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _args
+from ironic_partition.cmd import _errors
+from ironic_partition.cmd import _output
 from ironic_partition.cmd import _stats
 from ironic_partition import exception
 from ironic_partition import hash_ring
@@ -306,11 +308,11 @@ def simulate(nodes, groups, members, leave=None, join=None,
     :param partitions: points per member.
     :param load_factor: the balanced mode's bound.
     :param keep_moves: list every moved node.
-    :param progress: a :class:`~ironic_partition.cmd._common.Progress`.
+    :param progress: a :class:`~ironic_partition.cmd._output.Progress`.
     :param shards: shards per group; 0 for none.
     :returns: a JSON-serialisable dict.
     """
-    progress = progress or _common.Progress(enabled=False)
+    progress = progress or _output.Progress(enabled=False)
     start = time.monotonic()
     layout = plan(nodes, groups, members, leave, join, shards=shards)
     runs = []
@@ -386,16 +388,16 @@ def render(doc, long_listing=False, top=FLOW_LIMIT):
                          stats['fair'], stats['min'], stats['max'],
                          stats['max_over_fair'], stats['stddev']))
     lines.append(_('Balance (nodes per member)'))
-    lines += _common.format_table(
+    lines += _output.format_table(
         (_('MODE'), _('WHEN'), _('MEMBERS'), _('FAIR'), _('MIN'), _('MAX'),
          _('MAX/FAIR'), _('STDDEV')), rows, '  ')
     lines.append('')
     lines.append(_('Moves'))
-    lines += _common.format_table(
+    lines += _output.format_table(
         (_('MODE'), _('MOVED'), _('OF NODES'), _('WITH LEAVING/JOINING'),
          _('BETWEEN STAYING MEMBERS'), _('SECONDS')),
         [(run['mode'], run['moved'],
-          '%.2f%%' % _common.percent(run['moved'], doc['nodes']),
+          '%.2f%%' % _output.percent(run['moved'], doc['nodes']),
           run['moved'] - run['moved_between_staying_members'],
           run['moved_between_staying_members'], run['seconds'])
          for run in doc['runs']], '  ')
@@ -407,7 +409,7 @@ def render(doc, long_listing=False, top=FLOW_LIMIT):
             lines.append(_('Flows, %(mode)s mode (%(shown)d of %(all)d)') % {
                 'mode': run['mode'], 'shown': len(shown),
                 'all': len(flows)})
-            lines += _common.format_table(
+            lines += _output.format_table(
                 (_('FROM'), _('TO'), _('NODES')),
                 [(f['from'], f['to'], f['nodes']) for f in shown], '  ')
         members = sum(len(g['counts_before']) for g in run['groups'])
@@ -422,7 +424,7 @@ def render(doc, long_listing=False, top=FLOW_LIMIT):
                     rows.append((group['group'], name,
                                  group['counts_before'].get(name),
                                  group['counts_after'].get(name)))
-            lines += _common.format_table(
+            lines += _output.format_table(
                 (_('GROUP'), _('MEMBER'), _('BEFORE'), _('AFTER')), rows,
                 '  ')
         if long_listing:
@@ -430,7 +432,7 @@ def render(doc, long_listing=False, top=FLOW_LIMIT):
             if moves:
                 lines.append('')
                 lines.append(_('Moved nodes, %s mode') % run['mode'])
-                lines += _common.format_table(
+                lines += _output.format_table(
                     (_('NODE'), _('FROM'), _('TO')),
                     [(m['node'], m['from'], m['to']) for m in moves], '  ')
     lines.append('')
@@ -445,7 +447,7 @@ def run(conf):
     :returns: the exit code.
     """
     args = conf.command
-    progress = _common.Progress()
+    progress = _output.Progress()
     group = conf.ironic_partition
     if args.compare or args.mode == 'both':
         modes = ('tooz', 'balanced')
@@ -479,11 +481,11 @@ def run(conf):
             for run_doc in doc['runs']:
                 for res in run_doc['groups']:
                     res.pop('moves', None)
-        _common.emit_json(doc)
+        _output.emit_json(doc)
     else:
-        _common.write_lines(render(doc, long_listing=args.list_moves,
+        _output.write_lines(render(doc, long_listing=args.list_moves,
                                    top=args.top))
-    return _common.EXIT_OK
+    return _errors.EXIT_OK
 
 
 def add_parsers(subparsers):
@@ -495,8 +497,8 @@ def add_parsers(subparsers):
     parser = subparsers.add_parser(
         'simulate', help=_('Offline what-if: balance and node moves when '
                            'members leave or join.'),
-        epilog=_common.exit_codes_epilog())
-    _common.add_format_argument(parser)
+        epilog=_errors.exit_codes_epilog())
+    _args.add_format_argument(parser)
     parser.add_argument('--nodes', type=int, default=DEFAULT_NODES,
                         help=_('Number of nodes (default: %(default)s).'))
     parser.add_argument('--node-file', metavar='FILE',

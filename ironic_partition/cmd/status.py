@@ -25,11 +25,16 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition import baremetal
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _args
+from ironic_partition.cmd import _errors
+from ironic_partition.cmd import _output
+from ironic_partition import conductor_groups
 from ironic_partition import conf as ip_conf
 from ironic_partition.db import api as db_api
+from ironic_partition import instance_owners
 from ironic_partition.membership import base as membership_base
 from ironic_partition import partitioner
+from ironic_partition import readonly
 
 LOG = logging.getLogger(__name__)
 
@@ -40,37 +45,37 @@ def gather(conf, role, instance_hosts=None, progress=None):
     :param conf: the ``ConfigOpts``.
     :param role: the membership role of this host's service.
     :param instance_hosts: instance UUID to host, or None.
-    :param progress: a :class:`~ironic_partition.cmd._common.Progress`.
+    :param progress: a :class:`~ironic_partition.cmd._output.Progress`.
     :returns: a dict with ``settings``, ``conductors``, ``result`` (a
         :class:`~ironic_partition.partitioner.RefreshResult`),
         ``ring_mode``, ``stranded``, ``instance_hosts``, ``backend`` (its
         status dict), ``role`` and ``claims`` (see :func:`read_claims`).
-    :raises: the errors mapped by :func:`_common.exit_code_for`.
+    :raises: the errors mapped by :func:`_errors.exit_code_for`.
     """
-    progress = progress or _common.Progress(enabled=False)
+    progress = progress or _output.Progress(enabled=False)
     settings = ip_conf.validate(conf)
     client = baremetal.IronicClient(conf=conf)
-    membership = _common.open_membership(conf, settings, role)
+    membership = readonly.open_membership(conf, settings, role)
     try:
         with progress.task(_('Listing Ironic conductors')):
-            conductors = _common.check_group(client, settings.partition_key)
+            conductors = conductor_groups.check(client, settings.partition_key)
         # NOTE(ironic-partition): read-only: a CLI run must never take or
         # renew ownership claims in the name of this host.
         part = partitioner.Partitioner(conf, client, membership,
                                        claims=False)
         with progress.task(
                 _('Listing nodes of group %s from Ironic')
-                % _common.show_key(settings.partition_key),
-                detail=_common.pages_detail(client)):
+                % _output.show_key(settings.partition_key),
+                detail=_output.pages_detail(client)):
             result = part.refresh(
-                my_instances=_common.my_instances(instance_hosts,
-                                                  settings.host),
+                my_instances=instance_owners.owned_by(instance_hosts,
+                                                      settings.host),
                 instance_hosts=instance_hosts)
         backend_status = membership.status()
         claims = read_claims(conf, membership, role, settings)
         services = read_services(membership, role)
     finally:
-        _common.close_membership(membership)
+        readonly.close_membership(membership)
     stranded = _stranded(client, part, result, instance_hosts or {})
     return {'settings': settings, 'conductors': conductors,
             'result': result, 'ring_mode': part.rings.mode,
@@ -196,7 +201,7 @@ def to_dict(data):
     result = data['result']
     own = result.ownership
     membership = result.membership
-    groups = _common.conductor_groups(data['conductors'])
+    groups = conductor_groups.by_group(data['conductors'])
     group = groups.get(settings.partition_key, {'alive': [], 'dead': []}) \
         if settings.partition_key is not None else None
     stranded = data['stranded']
@@ -276,10 +281,10 @@ def render(doc, long_listing=False):
     fields = [
         (_('Host'), doc['host']),
         (_('Role'), doc['role']),
-        (_('Partition key'), _common.show_key(doc['partition_key'])),
+        (_('Partition key'), _output.show_key(doc['partition_key'])),
     ]
     if doc.get('shard') is not None:
-        fields.append((_('Shard'), _common.show_shard(doc['shard'])))
+        fields.append((_('Shard'), _output.show_shard(doc['shard'])))
     fields += [
         (_('Peer list'), ', '.join(doc['peer_list']) or '-'),
         (_('Membership'), '%s %s' % (
@@ -294,7 +299,7 @@ def render(doc, long_listing=False):
             '%(alive)d alive, %(dead)d dead in this group') % {
                 'alive': len(doc['conductors']['alive']),
                 'dead': len(doc['conductors']['dead'])}))
-    lines = _common.format_fields(fields)
+    lines = _output.format_fields(fields)
     lines.append('')
     rows = []
     services = {s['host']: s for s in doc.get('services') or ()}
@@ -320,11 +325,11 @@ def render(doc, long_listing=False):
     lines.append(_('Peers%s') % (_(' (STALE: membership source '
                                    'unreachable)') if peers['stale']
                                  else ''))
-    lines += _common.format_table((_('HOST'), _('STATE'), _('PROCESS')),
+    lines += _output.format_table((_('HOST'), _('STATE'), _('PROCESS')),
                                   rows, '  ')
     lines.append('')
     lines.append(_('Nodes'))
-    lines += _common.format_fields([
+    lines += _output.format_fields([
         (_('listed in the group'), doc['listed']),
         (_('managed by this host'), _(
             '%(all)d (%(ring)d by the ring, %(inst)d by own instance)') % {
@@ -337,7 +342,7 @@ def render(doc, long_listing=False):
     lines.append('')
     if claims['enabled']:
         lines.append(_('Claims (by the database clock)'))
-        lines += _common.format_fields([
+        lines += _output.format_fields([
             (_('held by this host'), _(
                 '%(held)d, the first expiring in %(left)s s') % {
                     'held': claims['held'],
@@ -353,7 +358,7 @@ def render(doc, long_listing=False):
     if long_listing and doc['managed']:
         lines.append('')
         lines.append(_('Managed nodes'))
-        lines += _common.format_table(
+        lines += _output.format_table(
             (_('UUID'), _('BY'), _('INSTANCE'), _('PROVISION STATE'),
              _('POWER'), _('MAINT')),
             [(n['uuid'], n['reason'], n['instance_uuid'],
@@ -364,7 +369,7 @@ def render(doc, long_listing=False):
         lines.append('')
         lines.append(_('Stranded nodes (their instance belongs to a peer '
                        'that is not alive)'))
-        lines += _common.format_table(
+        lines += _output.format_table(
             (_('NODE'), _('INSTANCE'), _('OWNER'), _('SUGGESTED HOST')),
             [(s['node'], s['instance'], s['owner'], s['suggested_host'])
              for s in doc['stranded']], '  ')
@@ -382,14 +387,14 @@ def run(conf):
     :returns: the exit code.
     """
     args = conf.command
-    instance_hosts = _common.load_instance_hosts(args.instance_hosts)
-    data = gather(conf, args.role, instance_hosts, _common.Progress())
+    instance_hosts = instance_owners.load(args.instance_hosts)
+    data = gather(conf, args.role, instance_hosts, _output.Progress())
     doc = to_dict(data)
     if args.format == 'json':
-        _common.emit_json(doc)
+        _output.emit_json(doc)
     else:
-        _common.write_lines(render(doc, long_listing=args.long))
-    return _common.EXIT_OK
+        _output.write_lines(render(doc, long_listing=args.long))
+    return _errors.EXIT_OK
 
 
 def add_parsers(subparsers):
@@ -401,10 +406,10 @@ def add_parsers(subparsers):
     parser = subparsers.add_parser(
         'status', help=_('Show this host\'s partition: peers, managed and '
                          'stranded nodes.'),
-        epilog=_common.exit_codes_epilog())
-    _common.add_format_argument(parser)
-    _common.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
-    _common.add_instance_hosts_argument(parser)
+        epilog=_errors.exit_codes_epilog())
+    _args.add_format_argument(parser)
+    _args.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
+    _args.add_instance_hosts_argument(parser)
     parser.add_argument('--long', action='store_true',
                         help=_('List every managed node.'))
     parser.set_defaults(func=run)

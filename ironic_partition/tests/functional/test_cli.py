@@ -35,7 +35,7 @@ import uuid
 
 from oslotest import base
 
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _errors
 from ironic_partition.cmd import simulate
 from ironic_partition import hash_ring
 from ironic_partition import testing as harness
@@ -371,7 +371,7 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
     def test_check(self):
         proc = run_cli('--config-file', self.conf(), 'check', '--role',
                        'agent')
-        self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode, proc.stderr)
+        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode, proc.stderr)
         self.assertEqual(
             ["problem: Peer 'a3' in [ironic] peer_list has never "
              "heartbeated in the membership database: it is not running, "
@@ -388,7 +388,7 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
                           'group', 'case', 'peers', 'shards'], doc['passed'])
         case = self.conf('case.conf', key='RACK1', peers=['A1', 'a2'])
         proc = run_cli('--config-file', case, 'check', '--role', 'agent')
-        self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode)
+        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
         lines = proc.stdout.splitlines()
         self.assertEqual(2, len(lines), lines)
         self.assertIn("partition_key 'RACK1' differs in case from Ironic's "
@@ -402,11 +402,11 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         for command in ('status', 'ring'):
             self.assert_one_line_error(
                 run_cli('--config-file', path, command),
-                _common.EXIT_CONFIG,
+                _errors.EXIT_CONFIG,
                 "[ironic] partition_key 'rack9' is not a conductor group",
                 "Known groups: 'rack1', 'rack2'")
         proc = run_cli('--config-file', path, 'check')
-        self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode)
+        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
         self.assertIn("partition_key 'rack9' is not a conductor group",
                       proc.stdout)
 
@@ -416,10 +416,10 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         for command in ('status', 'ring'):
             self.assert_one_line_error(
                 run_cli('--config-file', path, command, '--role', 'agent'),
-                _common.EXIT_IRONIC, 'Ironic at %s is unavailable'
+                _errors.EXIT_IRONIC, 'Ironic at %s is unavailable'
                 % endpoint)
         proc = run_cli('--config-file', path, 'check', '--role', 'agent')
-        self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode)
+        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
         self.assertIn('problem: Ironic at %s is unavailable' % endpoint,
                       proc.stdout)
 
@@ -430,12 +430,12 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         for command in ('status', 'ring'):
             line = self.assert_one_line_error(
                 run_cli('--config-file', path, command, '--role', 'agent'),
-                _common.EXIT_DATABASE,
+                _errors.EXIT_DATABASE,
                 'Cannot connect to the membership database',
                 '[ironic_partition_database] connection')
             self.assertNotIn('secret', line)
         proc = run_cli('--config-file', path, 'check', '--role', 'agent')
-        self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode)
+        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
         self.assertIn('problem: Cannot connect to the membership database',
                       proc.stdout)
 
@@ -446,12 +446,12 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         for command in ('status', 'ring', 'check', 'serve'):
             self.assert_one_line_error(
                 run_cli('--config-file', path, command),
-                _common.EXIT_CONFIG, 'Failed to parse %s' % path)
+                _errors.EXIT_CONFIG, 'Failed to parse %s' % path)
         bad_value = self.conf('badvalue.conf', key='rack 1')
         for command in ('status', 'ring'):
             self.assert_one_line_error(
                 run_cli('--config-file', bad_value, command),
-                _common.EXIT_CONFIG, '[ironic] partition_key',
+                _errors.EXIT_CONFIG, '[ironic] partition_key',
                 "'rack 1' contains ' '")
 
     def test_host_missing_from_peer_list(self):
@@ -459,11 +459,11 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         for command in ('status', 'ring'):
             self.assert_one_line_error(
                 run_cli('--config-file', path, command, '--role', 'agent'),
-                _common.EXIT_CONFIG,
+                _errors.EXIT_CONFIG,
                 "[ironic] peer_list ['a2', 'a3'] must contain this "
                 "service's own host 'a1'")
         proc = run_cli('--config-file', path, 'check', '--role', 'agent')
-        self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode)
+        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
         self.assertIn("must contain this service's own host 'a1'",
                       proc.stdout.splitlines()[0])
 

@@ -50,7 +50,7 @@ import fixtures
 from oslotest import base
 from testtools import content
 
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _errors
 from ironic_partition.db import api as db_api
 from ironic_partition import exception
 from ironic_partition import testing as harness
@@ -277,8 +277,8 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
 
     def _json(self, *args):
         proc = test_cli.run_cli(*args, '--format', 'json')
-        self.assertIn(proc.returncode, (_common.EXIT_OK,
-                                        _common.EXIT_PROBLEMS), proc.stderr)
+        self.assertIn(proc.returncode, (_errors.EXIT_OK,
+                                        _errors.EXIT_PROBLEMS), proc.stderr)
         return proc.returncode, json.loads(proc.stdout)
 
     def test_cli(self):
@@ -286,7 +286,7 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
         free = self.nodes_of(shard='s1') - set(self.instance)
         code, doc = self._json('--config-file', alone, 'status', '--role',
                                'agent')
-        self.assertEqual(_common.EXIT_OK, code)
+        self.assertEqual(_errors.EXIT_OK, code)
         self.assertEqual('s1', doc['shard'])
         self.assertEqual(len(self.nodes_of(shard='s1')), doc['listed'])
         self.assertEqual(free, {n['uuid'] for n in doc['managed']})
@@ -300,7 +300,7 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
                           peers=('c1', 'c2'))
         code, doc = self._json('--config-file', both, 'ring', '--role',
                                'agent')
-        self.assertEqual(_common.EXIT_OK, code)
+        self.assertEqual(_errors.EXIT_OK, code)
         self.assertEqual(('rack1', 's1'), (doc['partition_key'],
                                            doc['shard']))
         self.assertEqual(len(self.nodes_of('rack1', 's1')), doc['listed'])
@@ -311,7 +311,7 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
 
         code, doc = self._json('--config-file', both, 'check', '--role',
                                'agent')
-        self.assertEqual(_common.EXIT_OK, code, doc)
+        self.assertEqual(_errors.EXIT_OK, code, doc)
         self.assertIn('shards', doc['passed'])
         warnings = [w['message'] for w in doc['warnings']
                     if w['check'] == 'shards']
