@@ -76,6 +76,21 @@ class TestStatus(CommandTestCase):
         self.assertIn('nova-manage db ironic_compute_node_move', text)
         self.assertIn('--down a2', text)
 
+    def test_stranded_nodes_need_no_listing_of_their_own(self):
+        calls = []
+        list_nodes = self.client.list_nodes
+
+        def counting(*args, **kwargs):
+            calls.append(kwargs)
+            return list_nodes(*args, **kwargs)
+        self.client.list_nodes = counting
+        doc = status.to_dict(status.gather(self.conf, 'agent', self.HOSTS))
+        self.assertEqual(1, doc['stranded_count'])
+        self.assertEqual('i-a2', doc['stranded'][0]['instance'])
+        # The refresh's own listing of the group, and nothing else.
+        self.assertEqual(1, len(calls), calls)
+        self.assertNotIn('associated', calls[0])
+
     def test_without_instance_owners_status_explains(self):
         doc = status.to_dict(status.gather(self.conf, 'agent'))
         self.assertEqual([], doc['stranded'])
