@@ -49,7 +49,7 @@ import tracemalloc
 from keystoneauth1 import session as ks_session
 
 from ironic_partition import testing as harness
-from ironic_partition.tests.functional import nova_env
+from ironic_partition.testing import nova_env
 
 DRIVERS = ('nova', 'ours')
 
