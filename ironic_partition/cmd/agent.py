@@ -32,7 +32,7 @@ thread and taken with ``sigwaitinfo``):
     (``mutate_config_files``) and the mutate hooks run; the mixin's hook
     applies a new ``[ironic] partition_key`` / ``peer_list`` at once
     (a refresh follows immediately). An invalid new value is rejected
-    with one ERROR line and the old partition stays in force.
+    with one ERROR line and the old settings stay in force.
 ``SIGTERM``, ``SIGINT``
     graceful stop: the refresh in flight finishes, the agent leaves the
     membership (peers take its nodes over at their next refresh, without
@@ -59,7 +59,7 @@ replaces ``PATH`` atomically (a temporary file in the same directory, then
     ``starting`` (before the first refresh), ``running`` or ``stopped``.
 ``ready``, ``reason``
     whether the last refresh succeeded; if not, why (``reason`` is null
-    when ready). While not ready, ``managed`` is the last good partition,
+    when ready). While not ready, ``managed`` is the last good node set,
     which the service keeps but does not act on.
 ``partition_key``, ``peer_list``, ``shard``
     the settings in force (after a SIGHUP, the new ones once applied; a
@@ -284,7 +284,7 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
             LOG.error('%s; keeping the previous instance owners', e)
 
     def refresh_once(self):
-        """Refresh the partition once; never raises.
+        """Refresh this agent's nodes once; never raises.
 
         One refresh at a time (the timer's and a SIGHUP's may overlap):
         the report written and the claims handed over must both follow
@@ -580,8 +580,8 @@ def add_parsers(subparsers):
     _args.add_instance_hosts_argument(parser)
     parser.add_argument(
         '--report-file', metavar='PATH',
-        help=_('Write a JSON snapshot of the partition to PATH after every '
-               'refresh, atomically (see the CLI reference for its '
+        help=_('Write a JSON snapshot of this agent\'s nodes to PATH after '
+               'every refresh, atomically (see the CLI reference for its '
                'format).'))
     parser.add_argument(
         '--takeover', action='store_true',

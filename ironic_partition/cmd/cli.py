@@ -23,7 +23,7 @@ It reads the same configuration files as the service it describes (for
 example ``--config-file /etc/nova/nova.conf``). Commands:
 
 ``status``
-    this host's partition: peers, managed nodes, stranded nodes;
+    the nodes this host manages, its peers, the stranded nodes;
 ``ring``
     each ring member's node count and the balance; ``--conductors`` for
     Ironic's own conductor rings;
@@ -34,7 +34,7 @@ example ``--config-file /etc/nova/nova.conf``). Commands:
     validate a configuration against the live system, one line per
     problem;
 ``reserve``, ``release``
-    reserve a node of this host's partition through an Ironic allocation,
+    reserve a node this host manages through an Ironic allocation,
     and release it (:mod:`ironic_partition.cmd.reserve`);
 ``serve``
     run the standalone partition agent;

@@ -15,7 +15,7 @@
 """``ironic-partition reserve`` and ``release``: Ironic allocations.
 
 ``reserve RESOURCE_CLASS [--trait T]... [--name N] [--instance-uuid U]
-[--timeout S]`` reserves one node of this host's partition, exactly as the
+[--timeout S]`` reserves one of the nodes this host manages, exactly as the
 nova driver does: the allocation's candidates are the instance-less nodes
 this host manages (computed read-only, as ``ironic-partition status``
 shows them). ``release ALLOCATION`` or ``release --node NODE`` deletes
@@ -46,7 +46,7 @@ from ironic_partition import readonly
 
 LOG = logging.getLogger(__name__)
 
-#: No node of the partition matched, Ironic failed the allocation, or it
+#: No node this host manages matched, Ironic failed the allocation, or it
 #: did not become active in time; the allocation was deleted.
 EXIT_RESERVATION_FAILED = 7
 

@@ -14,10 +14,11 @@
 
 """``ironic-partition ring``: who owns how many nodes, and how evenly.
 
-The default view is the compute ring of this host's partition: the live
-members (as the membership backend reports them, read-only), the nodes of
-the conductor group, and each member's share of the instance-less nodes,
-built with the same ring provider and rules as the services.
+The default view is the compute ring of this host's conductor group (and
+shard): the live members (as the membership backend reports them,
+read-only), the nodes of the conductor group, and each member's share of
+the instance-less nodes, built with the same ring provider and rules as
+the services.
 
 ``--conductors`` shows Ironic's own rings instead: every conductor group,
 its alive and dead conductors and the node count each alive conductor
@@ -45,7 +46,7 @@ LOG = logging.getLogger(__name__)
 
 
 def compute_ring(conf, role, instance_hosts=None, progress=None):
-    """Build this host's partition ring and count each member's nodes.
+    """Build the ring of this host's group and count each member's nodes.
 
     :param conf: the ``ConfigOpts``.
     :param role: the membership role.

@@ -15,8 +15,8 @@
 """``ironic-partition simulate``: an offline what-if of the ring.
 
 Needs no service. It builds the rings the services would build (the same
-:class:`~ironic_partition.ring.compute.ComputeRingProvider`, partitions and
-mode), for a set of nodes spread over conductor groups and members, then
+:class:`~ironic_partition.ring.compute.ComputeRingProvider`, ring partitions
+and mode), for a set of nodes spread over conductor groups and members, then
 applies an event (members leaving and/or joining) and reports the balance
 before and after, and exactly which nodes move: the moves are
 :func:`ironic_partition.hash_ring.diff` of the two rings.
@@ -243,12 +243,12 @@ def plan(nodes, groups, members, leave=None, join=None, shards=0):
     return layout
 
 
-def simulate_group(entry, mode, partitions, load_factor, keep_moves=False):
+def simulate_group(entry, mode, points, load_factor, keep_moves=False):
     """Build the before and after rings of one group and diff them.
 
     :param entry: one item of :func:`plan`.
     :param mode: ``tooz`` or ``balanced``.
-    :param partitions: points per member.
+    :param points: ring partitions (points) per member.
     :param load_factor: the balanced mode's bound.
     :param keep_moves: return every moved node, not just the counts.
     :returns: a dict with the counts per member before and after, the
@@ -256,7 +256,7 @@ def simulate_group(entry, mode, partitions, load_factor, keep_moves=False):
     """
     keys = entry['nodes']
     provider = compute.ComputeRingProvider(
-        members=entry['before'], partitions=partitions, mode=mode,
+        members=entry['before'], partitions=points, mode=mode,
         load_factor=load_factor)
     ring_keys = keys if mode == 'balanced' else None
     before = _Mapped(provider.build_ring(entry['before'], ring_keys), keys)
@@ -294,7 +294,7 @@ def simulate_group(entry, mode, partitions, load_factor, keep_moves=False):
 
 
 def simulate(nodes, groups, members, leave=None, join=None,
-             modes=('tooz',), partitions=hash_ring.DEFAULT_PARTITION_NUMBER,
+             modes=('tooz',), points=hash_ring.DEFAULT_PARTITION_NUMBER,
              load_factor=hash_ring.DEFAULT_LOAD_FACTOR, keep_moves=False,
              progress=None, shards=0):
     """Run the whole simulation.
@@ -305,7 +305,7 @@ def simulate(nodes, groups, members, leave=None, join=None,
     :param leave: a count or comma-separated member names, or None.
     :param join: a count or comma-separated member names, or None.
     :param modes: the ring modes to run.
-    :param partitions: points per member.
+    :param points: ring partitions (points) per member.
     :param load_factor: the balanced mode's bound.
     :param keep_moves: list every moved node.
     :param progress: a :class:`~ironic_partition.cmd._output.Progress`.
@@ -325,7 +325,7 @@ def simulate(nodes, groups, members, leave=None, join=None,
                                      'mode': mode, 'group': entry['group'],
                                      'nodes': len(entry['nodes']),
                                      'members': len(entry['before'])}):
-                results.append(simulate_group(entry, mode, partitions,
+                results.append(simulate_group(entry, mode, points,
                                               load_factor, keep_moves))
         totals_before = {}
         totals_after = {}
@@ -347,7 +347,7 @@ def simulate(nodes, groups, members, leave=None, join=None,
         'groups': groups,
         'shards_per_group': shards,
         'members_per_group': members,
-        'partitions_per_member': partitions,
+        'partitions_per_member': points,
         'load_factor': load_factor,
         'event': {'leaving': [m for e in layout for m in e['leaving']],
                   'joining': [m for e in layout for m in e['joining']]},
@@ -472,7 +472,7 @@ def run(conf):
         with progress.task(_('Generating %d node UUIDs') % args.nodes):
             nodes = node_uuids(args.nodes, args.seed)
     doc = simulate(nodes, args.groups, args.members, args.leave, args.join,
-                   modes=modes, partitions=2 ** exponent,
+                   modes=modes, points=2 ** exponent,
                    load_factor=args.load_factor,
                    keep_moves=args.list_moves, progress=progress,
                    shards=args.shards)

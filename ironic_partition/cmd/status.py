@@ -12,7 +12,8 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""``ironic-partition status``: this host's partition, as its service sees it.
+"""``ironic-partition status``: the nodes this host manages, as its service
+sees them.
 
 Runs one refresh of :class:`~ironic_partition.partitioner.Partitioner`
 (the code path of the nova driver and of the agent) with the membership
@@ -40,7 +41,7 @@ LOG = logging.getLogger(__name__)
 
 
 def gather(conf, role, instance_hosts=None, progress=None):
-    """Compute this host's partition once, read-only.
+    """Compute the nodes this host manages once, read-only.
 
     :param conf: the ``ConfigOpts``.
     :param role: the membership role of this host's service.
@@ -107,7 +108,7 @@ def read_services(membership, role):
 
 
 def read_claims(conf, membership, role, settings):
-    """Summarise the ownership claims of this host's partition.
+    """Summarise the ownership claims of this host's group and shard.
 
     Read-only; validity is decided by the database server's clock.
 
@@ -425,8 +426,8 @@ def add_parsers(subparsers):
     :returns: None
     """
     parser = subparsers.add_parser(
-        'status', help=_('Show this host\'s partition: peers, managed and '
-                         'stranded nodes.'),
+        'status', help=_('Show the nodes this host manages, its peers and '
+                         'the stranded nodes.'),
         epilog=_errors.exit_codes_epilog())
     _args.add_format_argument(parser)
     _args.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
