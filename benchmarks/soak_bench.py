@@ -21,7 +21,7 @@ seconds it then picks, every few seconds, one of: SIGKILL an agent (and
 start it again later), SIGSTOP it for longer than the lease (then
 SIGCONT), or restart it gracefully (SIGTERM, start), always keeping at
 least ``--min-live`` agents running. The observer of the fault tests
-(``ironic_partition/tests/functional/observer.py``) reads every report
+(``ironic_partition/testing/observer.py``) reads every report
 file every 10 ms and the claims table, and at the end it prints:
 
 * the instants of double reporting (I1; must be 0);
@@ -65,10 +65,10 @@ import urllib.parse
 from ironic_partition.db import api as db_api
 from ironic_partition import hash_ring
 from ironic_partition import testing as harness
+from ironic_partition.testing import agents as agents_mod
 from ironic_partition.testing import demo
+from ironic_partition.testing import observer as observer_mod
 from ironic_partition.testing import proxy as tcp_proxy
-from ironic_partition.tests.functional import agents as agents_mod
-from ironic_partition.tests.functional import observer as observer_mod
 
 GROUP = 'rack1'
 

@@ -32,7 +32,7 @@ thread and taken with ``sigwaitinfo``):
     (``mutate_config_files``) and the mutate hooks run; the mixin's hook
     applies a new ``[ironic] partition_key`` / ``peer_list`` at once
     (a refresh follows immediately). An invalid new value is rejected
-    with one ERROR line and the old partition stays in force.
+    with one ERROR line and the old settings stay in force.
 ``SIGTERM``, ``SIGINT``
     graceful stop: the refresh in flight finishes, the agent leaves the
     membership (peers take its nodes over at their next refresh, without
@@ -59,7 +59,7 @@ replaces ``PATH`` atomically (a temporary file in the same directory, then
     ``starting`` (before the first refresh), ``running`` or ``stopped``.
 ``ready``, ``reason``
     whether the last refresh succeeded; if not, why (``reason`` is null
-    when ready). While not ready, ``managed`` is the last good partition,
+    when ready). While not ready, ``managed`` is the last good node set,
     which the service keeps but does not act on.
 ``partition_key``, ``peer_list``, ``shard``
     the settings in force (after a SIGHUP, the new ones once applied; a
@@ -117,9 +117,12 @@ from oslo_service.backend import base as service_base
 
 from ironic_partition import __version__
 from ironic_partition._i18n import _
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _args
+from ironic_partition.cmd import _errors
+from ironic_partition import conductor_groups
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
+from ironic_partition import instance_owners
 from ironic_partition.membership import base as membership_base
 from ironic_partition.virt import mixin
 
@@ -275,13 +278,13 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
         if self.instance_hosts_file is None:
             return
         try:
-            self.instance_hosts = _common.load_instance_hosts(
+            self.instance_hosts = instance_owners.load(
                 self.instance_hosts_file)
         except exception.InvalidCommandInput as e:
             LOG.error('%s; keeping the previous instance owners', e)
 
     def refresh_once(self):
-        """Refresh the partition once; never raises.
+        """Refresh this agent's nodes once; never raises.
 
         One refresh at a time (the timer's and a SIGHUP's may overlap):
         the report written and the claims handed over must both follow
@@ -301,16 +304,16 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
         start = time.monotonic()
         self._read_instance_hosts()
         settings = self.partitioner.settings
-        mine = _common.my_instances(self.instance_hosts, settings.host)
+        mine = instance_owners.owned_by(self.instance_hosts, settings.host)
         result = None
         try:
             result = self.partition_refresh(
                 my_instances=mine, instance_hosts=self.instance_hosts)
         except exception.IronicPartitionException as e:
-            error = _common.one_line(e)
+            error = _errors.one_line(e)
         except Exception as e:
             LOG.exception('Unexpected error during a refresh')
-            error = _common.one_line('%s: %s' % (type(e).__name__, e))
+            error = _errors.one_line('%s: %s' % (type(e).__name__, e))
         else:
             error = None
         with self._lock:
@@ -457,7 +460,8 @@ def _check_ironic(agent):
     """
     settings = agent.partitioner.settings
     try:
-        _common.check_group(agent.partitioner.client, settings.partition_key)
+        conductor_groups.check(agent.partitioner.client,
+                               settings.partition_key)
     except (exception.IronicUnavailable, exception.IronicRequestError) as e:
         LOG.warning('Cannot check the conductor group in Ironic now; the '
                     'agent reports "not ready" until Ironic answers: %s', e)
@@ -485,7 +489,7 @@ def _wait_for_signals(launcher, agent):
                       'partition_key=%(key)r peer_list=%(peers)s: %(err)s',
                       {'key': old.partition_key,
                        'peers': ','.join(old.peer_list),
-                       'err': _common.describe_error(e, agent.conf)})
+                       'err': _errors.describe_error(e, agent.conf)})
 
 
 def run(conf):
@@ -520,7 +524,7 @@ def _serve(conf, args):
     report_file = (os.path.abspath(args.report_file) if args.report_file
                    else None)
     if args.instance_hosts:
-        _common.load_instance_hosts(args.instance_hosts)
+        instance_owners.load(args.instance_hosts)
     agent = PartitionAgent(conf, role=args.role, report_file=report_file,
                            instance_hosts_file=args.instance_hosts)
     agent.partition_setup(conf, version=__version__,
@@ -559,7 +563,7 @@ def _serve(conf, args):
             launcher.wait()
         else:
             agent.partition_stop()
-    return _common.EXIT_OK
+    return _errors.EXIT_OK
 
 
 def add_parsers(subparsers):
@@ -571,13 +575,13 @@ def add_parsers(subparsers):
     parser = subparsers.add_parser(
         'serve', help=_('Run the partition agent: heartbeat, refresh, '
                         'reload on SIGHUP.'),
-        epilog=_common.exit_codes_epilog())
-    _common.add_role_argument(parser, membership_base.ROLE_AGENT)
-    _common.add_instance_hosts_argument(parser)
+        epilog=_errors.exit_codes_epilog())
+    _args.add_role_argument(parser, membership_base.ROLE_AGENT)
+    _args.add_instance_hosts_argument(parser)
     parser.add_argument(
         '--report-file', metavar='PATH',
-        help=_('Write a JSON snapshot of the partition to PATH after every '
-               'refresh, atomically (see the CLI reference for its '
+        help=_('Write a JSON snapshot of this agent\'s nodes to PATH after '
+               'every refresh, atomically (see the CLI reference for its '
                'format).'))
     parser.add_argument(
         '--takeover', action='store_true',

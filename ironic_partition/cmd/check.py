@@ -60,12 +60,16 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition import baremetal
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _args
+from ironic_partition.cmd import _errors
+from ironic_partition.cmd import _output
+from ironic_partition import conductor_groups
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import ironic as ironic_conf
 from ironic_partition import exception
 from ironic_partition.inspection import audit as inspection_audit
 from ironic_partition.membership import base as membership_base
+from ironic_partition import readonly
 
 LOG = logging.getLogger(__name__)
 
@@ -87,11 +91,11 @@ class _Report(object):
 
     def problem(self, check, message):
         self.findings.append(Finding(check, 'problem',
-                                     _common.one_line(message)))
+                                     _errors.one_line(message)))
 
     def warning(self, check, message):
         self.findings.append(Finding(check, 'warning',
-                                     _common.one_line(message)))
+                                     _errors.one_line(message)))
 
     def ok(self, check):
         if check not in self.passed and not any(
@@ -155,7 +159,7 @@ def _check_config(conf, report):
     try:
         settings = ip_conf.validate(conf)
     except (exception.ConfigurationError, cfg.Error, ValueError) as e:
-        report.problem('config', _common.describe_error(e, conf))
+        report.problem('config', _errors.describe_error(e, conf))
         return _lenient_settings(conf)
     report.ok('config')
     return settings
@@ -166,12 +170,12 @@ def _check_database(conf, settings, role, report):
     if not settings.host:
         return None
     try:
-        backend = _common.open_membership(conf, settings, role)
+        backend = readonly.open_membership(conf, settings, role)
     except exception.IronicPartitionException as e:
         report.problem('database', e)
         return None
     try:
-        membership = _common.read_members(backend, settings)
+        membership = readonly.read_members(backend, settings)
         db = getattr(getattr(backend, 'identity', None), 'db', None)
         if db is not None:
             report.ok('database')
@@ -180,7 +184,7 @@ def _check_database(conf, settings, role, report):
         report.problem('database', e)
         return None
     finally:
-        _common.close_membership(backend)
+        readonly.close_membership(backend)
     report.ok('database')
     return membership
 
@@ -230,18 +234,18 @@ def _check_group(client, conductors, settings, report):
     if key is None:
         report.ok('group')
         return
-    groups = _common.conductor_groups(conductors)
+    groups = conductor_groups.by_group(conductors)
     if key not in groups:
         report.problem('group', exception.UnknownConductorGroup(
             group=key, endpoint=client.endpoint,
-            known=_common.known_groups_text(groups)))
+            known=conductor_groups.known_text(groups)))
         return
     if not groups[key]['alive']:
         report.problem('group', _(
             'Conductor group %(group)s has no alive conductor (dead: '
             '%(dead)s): Ironic manages none of its nodes. Start or repair '
             'an ironic-conductor with [conductor] conductor_group = '
-            '%(group)s.') % {'group': _common.show_key(key),
+            '%(group)s.') % {'group': _output.show_key(key),
                              'dead': ', '.join(groups[key]['dead'])})
         return
     report.ok('group')
@@ -252,7 +256,7 @@ def _check_case(conf, settings, conductors, report):
     if raw_key is not None and raw_key != raw_key.lower():
         where = (_('Ironic\'s conductor group %r') % raw_key.lower()
                  if conductors is not None and raw_key.lower() in
-                 _common.conductor_groups(conductors)
+                 conductor_groups.by_group(conductors)
                  else _('Ironic\'s lower-case group names'))
         report.problem('case', _(
             '[ironic] %(opt)s %(raw)r differs in case from %(where)s: '
@@ -313,7 +317,7 @@ def _check_inspection(client, conductors, path, report):
             ValueError) as e:
         report.problem('inspection-map', _(
             'Cannot read the inspection map from %(path)s: %(err)s') % {
-                'path': path, 'err': _common.describe_error(e)})
+                'path': path, 'err': _errors.describe_error(e)})
         return
     try:
         nodes = client.list_node_dicts(
@@ -355,7 +359,7 @@ def _check_shards(client, settings, report):
         report.ok('shards')
         return
     where = (_('the whole fleet') if key is None
-             else _('conductor group %s') % _common.show_key(key))
+             else _('conductor group %s') % _output.show_key(key))
     if shards[None]:
         report.warning('shards', _(
             '%(count)d of the %(total)d nodes of %(where)s have no shard: '
@@ -445,15 +449,15 @@ def run(conf):
     :returns: 0 without problems, 1 with.
     """
     args = conf.command
-    progress = _common.Progress()
+    progress = _output.Progress()
     with progress.task(_('Checking')):
         doc = run_checks(conf, args.role,
                          inspection_config=args.inspection_config)
     if args.format == 'json':
-        _common.emit_json(doc)
+        _output.emit_json(doc)
     else:
-        _common.write_lines(render(doc))
-    return _common.EXIT_PROBLEMS if doc['problems'] else _common.EXIT_OK
+        _output.write_lines(render(doc))
+    return _errors.EXIT_PROBLEMS if doc['problems'] else _errors.EXIT_OK
 
 
 def add_parsers(subparsers):
@@ -465,9 +469,9 @@ def add_parsers(subparsers):
     parser = subparsers.add_parser(
         'check', help=_('Validate the configuration against Ironic and '
                         'the membership database; one line per problem.'),
-        epilog=_common.exit_codes_epilog())
-    _common.add_format_argument(parser)
-    _common.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
+        epilog=_errors.exit_codes_epilog())
+    _args.add_format_argument(parser)
+    _args.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
     parser.add_argument(
         '--inspection-config', metavar='IRONIC_CONF',
         help=_('Also audit every node against the inspection hook\'s map, '

@@ -23,7 +23,7 @@ It reads the same configuration files as the service it describes (for
 example ``--config-file /etc/nova/nova.conf``). Commands:
 
 ``status``
-    this host's partition: peers, managed nodes, stranded nodes;
+    the nodes this host manages, its peers, the stranded nodes;
 ``ring``
     each ring member's node count and the balance; ``--conductors`` for
     Ironic's own conductor rings;
@@ -34,7 +34,7 @@ example ``--config-file /etc/nova/nova.conf``). Commands:
     validate a configuration against the live system, one line per
     problem;
 ``reserve``, ``release``
-    reserve a node of this host's partition through an Ironic allocation,
+    reserve a node this host manages through an Ironic allocation,
     and release it (:mod:`ironic_partition.cmd.reserve`);
 ``serve``
     run the standalone partition agent;
@@ -46,7 +46,7 @@ Each command module offers ``add_parsers(subparsers)``, and each parser
 sets ``func``, a callable taking the parsed ``ConfigOpts`` and returning
 the exit code. Errors are printed as one line on stderr, never as a
 traceback (``--debug`` adds it); the exit codes are listed in
-:data:`ironic_partition.cmd._common.EXIT_CODES`.
+:data:`ironic_partition.cmd._errors.EXIT_CODES`.
 """
 
 import logging as std_logging
@@ -57,7 +57,7 @@ from oslo_log import log as logging
 
 from ironic_partition import __version__
 from ironic_partition._i18n import _
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _errors
 from ironic_partition.cmd import agent
 from ironic_partition.cmd import check
 from ironic_partition.cmd import reserve
@@ -124,10 +124,10 @@ def _setup_logging(conf):
 
 def _fail(command, exc, conf=None, err=None):
     err = err if err is not None else sys.stderr
-    code = _common.exit_code_for(exc)
+    code = _errors.exit_code_for(exc)
     prefix = '%s %s' % (PROG, command) if command else PROG
     err.write('%s: error: %s\n' % (prefix,
-                                   _common.describe_error(exc, conf)))
+                                   _errors.describe_error(exc, conf)))
     return code
 
 
@@ -146,7 +146,7 @@ def main(argv=None, conf=None):
              version=__version__,
              description=_('Inspect, check, simulate and run the '
                            'partitioning of an Ironic fleet. %s')
-             % _common.exit_codes_epilog())
+             % _errors.exit_codes_epilog())
     except cfg.Error as e:
         return _fail(None, e)
     command = conf.command.name
@@ -157,7 +157,7 @@ def main(argv=None, conf=None):
         return conf.command.func(conf)
     except KeyboardInterrupt:
         sys.stderr.write('%s %s: interrupted\n' % (PROG, command))
-        return _common.EXIT_INTERRUPTED
+        return _errors.EXIT_INTERRUPTED
     except Exception as e:
         if debug:
             LOG.exception('%s %s failed', PROG, command)

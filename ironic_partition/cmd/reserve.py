@@ -15,7 +15,7 @@
 """``ironic-partition reserve`` and ``release``: Ironic allocations.
 
 ``reserve RESOURCE_CLASS [--trait T]... [--name N] [--instance-uuid U]
-[--timeout S]`` reserves one node of this host's partition, exactly as the
+[--timeout S]`` reserves one of the nodes this host manages, exactly as the
 nova driver does: the allocation's candidates are the instance-less nodes
 this host manages (computed read-only, as ``ironic-partition status``
 shows them). ``release ALLOCATION`` or ``release --node NODE`` deletes
@@ -24,7 +24,7 @@ the allocation; releasing twice is harmless.
 Both print one line on error and return a non-zero exit code:
 :data:`EXIT_RESERVATION_FAILED` when no node matched, Ironic failed the
 allocation or it timed out (in every case the allocation was deleted),
-and the codes of :mod:`ironic_partition.cmd._common` otherwise.
+and the codes of :mod:`ironic_partition.cmd._errors` otherwise.
 """
 
 import contextlib
@@ -35,15 +35,18 @@ from oslo_log import log as logging
 from ironic_partition._i18n import _
 from ironic_partition import allocations
 from ironic_partition import baremetal
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _args
+from ironic_partition.cmd import _errors
+from ironic_partition.cmd import _output
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
 from ironic_partition import partitioner
+from ironic_partition import readonly
 
 LOG = logging.getLogger(__name__)
 
-#: No node of the partition matched, Ironic failed the allocation, or it
+#: No node this host manages matched, Ironic failed the allocation, or it
 #: did not become active in time; the allocation was deleted.
 EXIT_RESERVATION_FAILED = 7
 
@@ -62,15 +65,15 @@ def open_partitioner(conf, role):
     :returns: a context manager giving the partitioner; the membership is
         closed on exit.
     :raises: ConfigurationError, MembershipError (see
-        :func:`ironic_partition.cmd._common.open_membership`).
+        :func:`ironic_partition.readonly.open_membership`).
     """
     settings = ip_conf.validate(conf)
     client = baremetal.IronicClient(conf=conf)
-    membership = _common.open_membership(conf, settings, role)
+    membership = readonly.open_membership(conf, settings, role)
     try:
         yield partitioner.Partitioner(conf, client, membership, claims=False)
     finally:
-        _common.close_membership(membership)
+        readonly.close_membership(membership)
 
 
 def exit_code_for(exc):
@@ -80,21 +83,21 @@ def exit_code_for(exc):
     :returns: an exit code.
     """
     if isinstance(exc, exception.InvalidAllocationRequest):
-        return _common.EXIT_USAGE
+        return _errors.EXIT_USAGE
     if isinstance(exc, (exception.AllocationsNotSupported,
                         exception.AllocationRequestRefused,
                         exception.ReleaseRefused)):
-        return _common.EXIT_IRONIC
+        return _errors.EXIT_IRONIC
     if isinstance(exc, exception.AllocationError):
         return EXIT_RESERVATION_FAILED
-    return _common.exit_code_for(exc)
+    return _errors.exit_code_for(exc)
 
 
 def _fail(command, exc, conf, err=None):
     err = err if err is not None else sys.stderr
     LOG.debug('ironic-partition %s failed', command, exc_info=True)
     err.write('ironic-partition %s: error: %s\n' % (
-        command, _common.describe_error(exc, conf)))
+        command, _errors.describe_error(exc, conf)))
     return exit_code_for(exc)
 
 
@@ -121,21 +124,21 @@ def run_reserve(conf, out=None, err=None):
     except Exception as e:
         return _fail('reserve', e, conf, err)
     if _format(conf) == 'json':
-        _common.emit_json(res.to_dict(), out)
+        _output.emit_json(res.to_dict(), out)
     else:
-        _common.write_lines(_common.format_fields([
+        _output.write_lines(_output.format_fields([
             (_('node'), res.node_id),
             (_('allocation'), res.allocation_id),
             (_('instance_uuid'), res.instance_uuid),
             (_('name'), res.name),
             (_('resource_class'), res.resource_class),
             (_('traits'), ', '.join(res.traits) or None),
-            (_('partition'), _common.show_key(res.partition_key)),
+            (_('partition'), _output.show_key(res.partition_key)),
             (_('host'), res.host),
             (_('candidates'), res.candidates),
             (_('seconds'), '%.2f' % res.seconds),
         ]), out)
-    return _common.EXIT_OK
+    return _errors.EXIT_OK
 
 
 def run_release(conf, out=None, err=None):
@@ -160,28 +163,28 @@ def run_release(conf, out=None, err=None):
                                     node=args.node)
     except exception.InvalidCommandInput as e:
         _fail('release', e, conf, err)
-        return _common.EXIT_USAGE
+        return _errors.EXIT_USAGE
     except Exception as e:
         return _fail('release', e, conf, err)
     target = args.allocation or args.node
     if _format(conf) == 'json':
-        _common.emit_json({
+        _output.emit_json({
             'released': released is not None,
             'allocation': released.id if released else None,
             'node': released.node_id if released else None,
             'target': target}, out)
     elif released is not None:
-        _common.write_lines([_('Released allocation %(id)s of node '
+        _output.write_lines([_('Released allocation %(id)s of node '
                                '%(node)s.') % {'id': released.id,
                                                'node': released.node_id}],
                             out)
     elif args.node is not None:
-        _common.write_lines([_('Nothing to release: node %s has no '
+        _output.write_lines([_('Nothing to release: node %s has no '
                                'allocation.') % target], out)
     else:
-        _common.write_lines([_('Nothing to release: allocation %s does not '
+        _output.write_lines([_('Nothing to release: allocation %s does not '
                                'exist (already released).') % target], out)
-    return _common.EXIT_OK
+    return _errors.EXIT_OK
 
 
 def _timeout(value):
@@ -202,7 +205,7 @@ def add_parsers(subparsers):
     """
     epilog = _('%(codes)s; %(mine)d no node matched, Ironic failed the '
                'allocation, or it timed out (the allocation was deleted)') % {
-        'codes': _common.exit_codes_epilog(),
+        'codes': _errors.exit_codes_epilog(),
         'mine': EXIT_RESERVATION_FAILED}
     parser = subparsers.add_parser(
         'reserve',
@@ -230,8 +233,8 @@ def add_parsers(subparsers):
         '--timeout', type=_timeout, metavar='SECONDS',
         help=_('Seconds to wait for the allocation (default: '
                '[ironic_partition] allocation_timeout).'))
-    _common.add_format_argument(parser)
-    _common.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
+    _args.add_format_argument(parser)
+    _args.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
     parser.set_defaults(func=run_reserve)
 
     parser = subparsers.add_parser(
@@ -246,5 +249,5 @@ def add_parsers(subparsers):
         '--node', metavar='NODE',
         help=_('Release the allocation of this node (UUID or name) '
                'instead.'))
-    _common.add_format_argument(parser)
+    _args.add_format_argument(parser)
     parser.set_defaults(func=run_release)

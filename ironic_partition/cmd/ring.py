@@ -14,10 +14,11 @@
 
 """``ironic-partition ring``: who owns how many nodes, and how evenly.
 
-The default view is the compute ring of this host's partition: the live
-members (as the membership backend reports them, read-only), the nodes of
-the conductor group, and each member's share of the instance-less nodes,
-built with the same ring provider and rules as the services.
+The default view is the compute ring of this host's conductor group (and
+shard): the live members (as the membership backend reports them,
+read-only), the nodes of the conductor group, and each member's share of
+the instance-less nodes, built with the same ring provider and rules as
+the services.
 
 ``--conductors`` shows Ironic's own rings instead: every conductor group,
 its alive and dead conductors and the node count each alive conductor
@@ -28,10 +29,15 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition import baremetal
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _args
+from ironic_partition.cmd import _errors
+from ironic_partition.cmd import _output
 from ironic_partition.cmd import _stats
+from ironic_partition import conductor_groups
 from ironic_partition import conf as ip_conf
+from ironic_partition import instance_owners
 from ironic_partition.membership import base as membership_base
+from ironic_partition import readonly
 from ironic_partition.ring import compute
 from ironic_partition.ring import conductor
 from ironic_partition import rules
@@ -40,30 +46,30 @@ LOG = logging.getLogger(__name__)
 
 
 def compute_ring(conf, role, instance_hosts=None, progress=None):
-    """Build this host's partition ring and count each member's nodes.
+    """Build the ring of this host's group and count each member's nodes.
 
     :param conf: the ``ConfigOpts``.
     :param role: the membership role.
     :param instance_hosts: instance UUID to host, or None.
-    :param progress: a :class:`~ironic_partition.cmd._common.Progress`.
+    :param progress: a :class:`~ironic_partition.cmd._output.Progress`.
     :returns: a JSON-serialisable dict.
     """
-    progress = progress or _common.Progress(enabled=False)
+    progress = progress or _output.Progress(enabled=False)
     settings = ip_conf.validate(conf)
     key = settings.partition_key
     client = baremetal.IronicClient(conf=conf)
-    backend = _common.open_membership(conf, settings, role)
+    backend = readonly.open_membership(conf, settings, role)
     try:
         with progress.task(_('Listing Ironic conductors')):
-            _common.check_group(client, key)
+            conductor_groups.check(client, key)
         with progress.task(_('Listing nodes of group %s from Ironic')
-                           % _common.show_key(key),
-                           detail=_common.pages_detail(client)):
+                           % _output.show_key(key),
+                           detail=_output.pages_detail(client)):
             nodes = client.list_nodes(conductor_group=key,
                                       shard=settings.shard)
-        membership = _common.read_members(backend, settings)
+        membership = readonly.read_members(backend, settings)
     finally:
-        _common.close_membership(backend)
+        readonly.close_membership(backend)
     group = conf.ironic_partition
     provider = compute.ComputeRingProvider(
         members=membership.live, partitions=2 ** group.partition_exponent,
@@ -86,7 +92,7 @@ def compute_ring(conf, role, instance_hosts=None, progress=None):
         members.append({
             'member': member,
             'ring_nodes': count,
-            'share_percent': _common.percent(count, len(free)),
+            'share_percent': _output.percent(count, len(free)),
             'vs_fair': _stats.deviation(count, stats['fair']),
             'instance_nodes': instances.get(member, 0)
             if instance_hosts else None,
@@ -117,7 +123,7 @@ def render_compute(doc):
     :returns: a list of lines.
     """
     stats = doc['balance']
-    key = _common.show_key(doc['partition_key'])
+    key = _output.show_key(doc['partition_key'])
     if doc.get('shard') is not None:
         key = _('%(key)s, shard %(shard)s') % {'key': key,
                                                'shard': doc['shard']}
@@ -141,7 +147,7 @@ def render_compute(doc):
         if with_instances:
             row.append(m['instance_nodes'])
         rows.append(row)
-    lines += _common.format_table(headers, rows, '  ')
+    lines += _output.format_table(headers, rows, '  ')
     if stats['members']:
         lines.append(_('Balance: fair share %(fair)s, min %(min)d, max '
                        '%(max)d (max/fair %(ratio).3f), stddev %(sd)s') % {
@@ -167,22 +173,22 @@ def conductor_rings(conf, group=None, progress=None):
 
     :param conf: the ``ConfigOpts``.
     :param group: only this conductor group, or every group.
-    :param progress: a :class:`~ironic_partition.cmd._common.Progress`.
+    :param progress: a :class:`~ironic_partition.cmd._output.Progress`.
     :returns: a JSON-serialisable dict.
     """
-    progress = progress or _common.Progress(enabled=False)
+    progress = progress or _output.Progress(enabled=False)
     client = baremetal.IronicClient(conf=conf)
     with progress.task(_('Listing Ironic conductors')):
         conductors = client.list_conductors()
     if group is not None:
         group = group.lower()
-        _common.check_group(client, group, conductors)
+        conductor_groups.check(client, group, conductors)
     with progress.task(_('Listing nodes from Ironic'),
-                       detail=_common.pages_detail(client)):
+                       detail=_output.pages_detail(client)):
         nodes = client.list_nodes(conductor_group=group)
     provider = conductor.ConductorRingProvider(conductors=conductors)
     mapping = provider.map_nodes(nodes, ignore_unknown=True)
-    groups = _common.conductor_groups(conductors)
+    groups = conductor_groups.by_group(conductors)
     for node in nodes:
         groups.setdefault((node.conductor_group or '').lower(),
                           {'alive': [], 'dead': []})
@@ -202,7 +208,7 @@ def conductor_rings(conf, group=None, progress=None):
             'alive': members['alive'],
             'dead': members['dead'],
             'conductors': [{'hostname': h, 'nodes': c,
-                            'share_percent': _common.percent(c, len(in_group))}
+                            'share_percent': _output.percent(c, len(in_group))}
                            for h, c in counts.items()],
             'balance': _stats.balance(counts),
         })
@@ -222,7 +228,7 @@ def render_conductors(doc):
         lines.append('')
         lines.append(_('Conductor group %(group)s: %(nodes)d nodes, '
                        '%(alive)d alive and %(dead)d dead conductors') % {
-                           'group': _common.show_key(entry['conductor_group']),
+                           'group': _output.show_key(entry['conductor_group']),
                            'nodes': entry['nodes'],
                            'alive': len(entry['alive']),
                            'dead': len(entry['dead'])})
@@ -230,7 +236,7 @@ def render_conductors(doc):
                  '%.1f%%' % c['share_percent'])
                 for c in entry['conductors']]
         rows += [(h, _('dead'), 0, '-') for h in entry['dead']]
-        lines += _common.format_table(
+        lines += _output.format_table(
             (_('CONDUCTOR'), _('STATE'), _('NODES'), _('SHARE')), rows,
             '  ')
         if entry['unmapped_nodes']:
@@ -247,19 +253,19 @@ def run(conf):
     :returns: the exit code.
     """
     args = conf.command
-    progress = _common.Progress()
+    progress = _output.Progress()
     if args.conductors:
         doc = conductor_rings(conf, args.group, progress)
         lines = render_conductors(doc)
     else:
-        instance_hosts = _common.load_instance_hosts(args.instance_hosts)
+        instance_hosts = instance_owners.load(args.instance_hosts)
         doc = compute_ring(conf, args.role, instance_hosts, progress)
         lines = render_compute(doc)
     if args.format == 'json':
-        _common.emit_json(doc)
+        _output.emit_json(doc)
     else:
-        _common.write_lines(lines)
-    return _common.EXIT_OK
+        _output.write_lines(lines)
+    return _errors.EXIT_OK
 
 
 def add_parsers(subparsers):
@@ -271,10 +277,10 @@ def add_parsers(subparsers):
     parser = subparsers.add_parser(
         'ring', help=_('Show each ring member\'s node count and the '
                        'balance.'),
-        epilog=_common.exit_codes_epilog())
-    _common.add_format_argument(parser)
-    _common.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
-    _common.add_instance_hosts_argument(parser)
+        epilog=_errors.exit_codes_epilog())
+    _args.add_format_argument(parser)
+    _args.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
+    _args.add_instance_hosts_argument(parser)
     parser.add_argument(
         '--conductors', action='store_true',
         help=_('Show Ironic\'s conductor groups, their alive conductors '

@@ -15,8 +15,8 @@
 """``ironic-partition simulate``: an offline what-if of the ring.
 
 Needs no service. It builds the rings the services would build (the same
-:class:`~ironic_partition.ring.compute.ComputeRingProvider`, partitions and
-mode), for a set of nodes spread over conductor groups and members, then
+:class:`~ironic_partition.ring.compute.ComputeRingProvider`, ring partitions
+and mode), for a set of nodes spread over conductor groups and members, then
 applies an event (members leaving and/or joining) and reports the balance
 before and after, and exactly which nodes move: the moves are
 :func:`ironic_partition.hash_ring.diff` of the two rings.
@@ -37,7 +37,9 @@ import uuid
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _args
+from ironic_partition.cmd import _errors
+from ironic_partition.cmd import _output
 from ironic_partition.cmd import _stats
 from ironic_partition import exception
 from ironic_partition import hash_ring
@@ -241,12 +243,12 @@ def plan(nodes, groups, members, leave=None, join=None, shards=0):
     return layout
 
 
-def simulate_group(entry, mode, partitions, load_factor, keep_moves=False):
+def simulate_group(entry, mode, points, load_factor, keep_moves=False):
     """Build the before and after rings of one group and diff them.
 
     :param entry: one item of :func:`plan`.
     :param mode: ``tooz`` or ``balanced``.
-    :param partitions: points per member.
+    :param points: ring partitions (points) per member.
     :param load_factor: the balanced mode's bound.
     :param keep_moves: return every moved node, not just the counts.
     :returns: a dict with the counts per member before and after, the
@@ -254,7 +256,7 @@ def simulate_group(entry, mode, partitions, load_factor, keep_moves=False):
     """
     keys = entry['nodes']
     provider = compute.ComputeRingProvider(
-        members=entry['before'], partitions=partitions, mode=mode,
+        members=entry['before'], partitions=points, mode=mode,
         load_factor=load_factor)
     ring_keys = keys if mode == 'balanced' else None
     before = _Mapped(provider.build_ring(entry['before'], ring_keys), keys)
@@ -292,7 +294,7 @@ def simulate_group(entry, mode, partitions, load_factor, keep_moves=False):
 
 
 def simulate(nodes, groups, members, leave=None, join=None,
-             modes=('tooz',), partitions=hash_ring.DEFAULT_PARTITION_NUMBER,
+             modes=('tooz',), points=hash_ring.DEFAULT_PARTITION_NUMBER,
              load_factor=hash_ring.DEFAULT_LOAD_FACTOR, keep_moves=False,
              progress=None, shards=0):
     """Run the whole simulation.
@@ -303,14 +305,14 @@ def simulate(nodes, groups, members, leave=None, join=None,
     :param leave: a count or comma-separated member names, or None.
     :param join: a count or comma-separated member names, or None.
     :param modes: the ring modes to run.
-    :param partitions: points per member.
+    :param points: ring partitions (points) per member.
     :param load_factor: the balanced mode's bound.
     :param keep_moves: list every moved node.
-    :param progress: a :class:`~ironic_partition.cmd._common.Progress`.
+    :param progress: a :class:`~ironic_partition.cmd._output.Progress`.
     :param shards: shards per group; 0 for none.
     :returns: a JSON-serialisable dict.
     """
-    progress = progress or _common.Progress(enabled=False)
+    progress = progress or _output.Progress(enabled=False)
     start = time.monotonic()
     layout = plan(nodes, groups, members, leave, join, shards=shards)
     runs = []
@@ -323,7 +325,7 @@ def simulate(nodes, groups, members, leave=None, join=None,
                                      'mode': mode, 'group': entry['group'],
                                      'nodes': len(entry['nodes']),
                                      'members': len(entry['before'])}):
-                results.append(simulate_group(entry, mode, partitions,
+                results.append(simulate_group(entry, mode, points,
                                               load_factor, keep_moves))
         totals_before = {}
         totals_after = {}
@@ -345,7 +347,7 @@ def simulate(nodes, groups, members, leave=None, join=None,
         'groups': groups,
         'shards_per_group': shards,
         'members_per_group': members,
-        'partitions_per_member': partitions,
+        'partitions_per_member': points,
         'load_factor': load_factor,
         'event': {'leaving': [m for e in layout for m in e['leaving']],
                   'joining': [m for e in layout for m in e['joining']]},
@@ -386,16 +388,16 @@ def render(doc, long_listing=False, top=FLOW_LIMIT):
                          stats['fair'], stats['min'], stats['max'],
                          stats['max_over_fair'], stats['stddev']))
     lines.append(_('Balance (nodes per member)'))
-    lines += _common.format_table(
+    lines += _output.format_table(
         (_('MODE'), _('WHEN'), _('MEMBERS'), _('FAIR'), _('MIN'), _('MAX'),
          _('MAX/FAIR'), _('STDDEV')), rows, '  ')
     lines.append('')
     lines.append(_('Moves'))
-    lines += _common.format_table(
+    lines += _output.format_table(
         (_('MODE'), _('MOVED'), _('OF NODES'), _('WITH LEAVING/JOINING'),
          _('BETWEEN STAYING MEMBERS'), _('SECONDS')),
         [(run['mode'], run['moved'],
-          '%.2f%%' % _common.percent(run['moved'], doc['nodes']),
+          '%.2f%%' % _output.percent(run['moved'], doc['nodes']),
           run['moved'] - run['moved_between_staying_members'],
           run['moved_between_staying_members'], run['seconds'])
          for run in doc['runs']], '  ')
@@ -407,7 +409,7 @@ def render(doc, long_listing=False, top=FLOW_LIMIT):
             lines.append(_('Flows, %(mode)s mode (%(shown)d of %(all)d)') % {
                 'mode': run['mode'], 'shown': len(shown),
                 'all': len(flows)})
-            lines += _common.format_table(
+            lines += _output.format_table(
                 (_('FROM'), _('TO'), _('NODES')),
                 [(f['from'], f['to'], f['nodes']) for f in shown], '  ')
         members = sum(len(g['counts_before']) for g in run['groups'])
@@ -422,7 +424,7 @@ def render(doc, long_listing=False, top=FLOW_LIMIT):
                     rows.append((group['group'], name,
                                  group['counts_before'].get(name),
                                  group['counts_after'].get(name)))
-            lines += _common.format_table(
+            lines += _output.format_table(
                 (_('GROUP'), _('MEMBER'), _('BEFORE'), _('AFTER')), rows,
                 '  ')
         if long_listing:
@@ -430,7 +432,7 @@ def render(doc, long_listing=False, top=FLOW_LIMIT):
             if moves:
                 lines.append('')
                 lines.append(_('Moved nodes, %s mode') % run['mode'])
-                lines += _common.format_table(
+                lines += _output.format_table(
                     (_('NODE'), _('FROM'), _('TO')),
                     [(m['node'], m['from'], m['to']) for m in moves], '  ')
     lines.append('')
@@ -445,7 +447,7 @@ def run(conf):
     :returns: the exit code.
     """
     args = conf.command
-    progress = _common.Progress()
+    progress = _output.Progress()
     group = conf.ironic_partition
     if args.compare or args.mode == 'both':
         modes = ('tooz', 'balanced')
@@ -470,7 +472,7 @@ def run(conf):
         with progress.task(_('Generating %d node UUIDs') % args.nodes):
             nodes = node_uuids(args.nodes, args.seed)
     doc = simulate(nodes, args.groups, args.members, args.leave, args.join,
-                   modes=modes, partitions=2 ** exponent,
+                   modes=modes, points=2 ** exponent,
                    load_factor=args.load_factor,
                    keep_moves=args.list_moves, progress=progress,
                    shards=args.shards)
@@ -479,11 +481,11 @@ def run(conf):
             for run_doc in doc['runs']:
                 for res in run_doc['groups']:
                     res.pop('moves', None)
-        _common.emit_json(doc)
+        _output.emit_json(doc)
     else:
-        _common.write_lines(render(doc, long_listing=args.list_moves,
+        _output.write_lines(render(doc, long_listing=args.list_moves,
                                    top=args.top))
-    return _common.EXIT_OK
+    return _errors.EXIT_OK
 
 
 def add_parsers(subparsers):
@@ -495,8 +497,8 @@ def add_parsers(subparsers):
     parser = subparsers.add_parser(
         'simulate', help=_('Offline what-if: balance and node moves when '
                            'members leave or join.'),
-        epilog=_common.exit_codes_epilog())
-    _common.add_format_argument(parser)
+        epilog=_errors.exit_codes_epilog())
+    _args.add_format_argument(parser)
     parser.add_argument('--nodes', type=int, default=DEFAULT_NODES,
                         help=_('Number of nodes (default: %(default)s).'))
     parser.add_argument('--node-file', metavar='FILE',

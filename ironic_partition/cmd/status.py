@@ -12,7 +12,8 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""``ironic-partition status``: this host's partition, as its service sees it.
+"""``ironic-partition status``: the nodes this host manages, as its service
+sees them.
 
 Runs one refresh of :class:`~ironic_partition.partitioner.Partitioner`
 (the code path of the nova driver and of the agent) with the membership
@@ -25,53 +26,59 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition import baremetal
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _args
+from ironic_partition.cmd import _errors
+from ironic_partition.cmd import _output
+from ironic_partition import conductor_groups
 from ironic_partition import conf as ip_conf
 from ironic_partition.db import api as db_api
+from ironic_partition import instance_owners
 from ironic_partition.membership import base as membership_base
 from ironic_partition import partitioner
+from ironic_partition import readonly
 
 LOG = logging.getLogger(__name__)
 
 
 def gather(conf, role, instance_hosts=None, progress=None):
-    """Compute this host's partition once, read-only.
+    """Compute the nodes this host manages once, read-only.
 
     :param conf: the ``ConfigOpts``.
     :param role: the membership role of this host's service.
     :param instance_hosts: instance UUID to host, or None.
-    :param progress: a :class:`~ironic_partition.cmd._common.Progress`.
+    :param progress: a :class:`~ironic_partition.cmd._output.Progress`.
     :returns: a dict with ``settings``, ``conductors``, ``result`` (a
         :class:`~ironic_partition.partitioner.RefreshResult`),
         ``ring_mode``, ``stranded``, ``instance_hosts``, ``backend`` (its
         status dict), ``role`` and ``claims`` (see :func:`read_claims`).
-    :raises: the errors mapped by :func:`_common.exit_code_for`.
+    :raises: the errors mapped by :func:`_errors.exit_code_for`.
     """
-    progress = progress or _common.Progress(enabled=False)
+    progress = progress or _output.Progress(enabled=False)
     settings = ip_conf.validate(conf)
-    client = baremetal.IronicClient(conf=conf)
-    membership = _common.open_membership(conf, settings, role)
+    client = _InstanceMemo(baremetal.IronicClient(conf=conf))
+    membership = readonly.open_membership(conf, settings, role)
     try:
         with progress.task(_('Listing Ironic conductors')):
-            conductors = _common.check_group(client, settings.partition_key)
+            conductors = conductor_groups.check(client, settings.partition_key)
         # NOTE(ironic-partition): read-only: a CLI run must never take or
         # renew ownership claims in the name of this host.
         part = partitioner.Partitioner(conf, client, membership,
                                        claims=False)
         with progress.task(
                 _('Listing nodes of group %s from Ironic')
-                % _common.show_key(settings.partition_key),
-                detail=_common.pages_detail(client)):
+                % _output.show_key(settings.partition_key),
+                detail=_output.pages_detail(client)):
             result = part.refresh(
-                my_instances=_common.my_instances(instance_hosts,
-                                                  settings.host),
+                my_instances=instance_owners.owned_by(instance_hosts,
+                                                      settings.host),
                 instance_hosts=instance_hosts)
         backend_status = membership.status()
         claims = read_claims(conf, membership, role, settings)
         services = read_services(membership, role)
     finally:
-        _common.close_membership(membership)
-    stranded = _stranded(client, part, result, instance_hosts or {})
+        readonly.close_membership(membership)
+    stranded = _stranded(client.instances, part, result,
+                         instance_hosts or {})
     return {'settings': settings, 'conductors': conductors,
             'result': result, 'ring_mode': part.rings.mode,
             'stranded': stranded, 'instance_hosts': instance_hosts or {},
@@ -101,7 +108,7 @@ def read_services(membership, role):
 
 
 def read_claims(conf, membership, role, settings):
-    """Summarise the ownership claims of this host's partition.
+    """Summarise the ownership claims of this host's group and shard.
 
     Read-only; validity is decided by the database server's clock.
 
@@ -152,10 +159,39 @@ def read_claims(conf, membership, role, settings):
             'expired': expired}
 
 
-def _stranded(client, part, result, instance_hosts):
+class _InstanceMemo(object):
+    """An Ironic client that remembers the instances of its last listing.
+
+    A refresh keeps only the managed nodes, but its listing of the group
+    already carried ``instance_uuid`` for every node: remember that much
+    of it (the associated nodes only), so that the stranded nodes need no
+    listing of their own.
+
+    :param client: the :class:`~ironic_partition.baremetal.IronicClient`
+        to delegate to.
+    """
+
+    def __init__(self, client):
+        self._client = client
+        #: Node UUID to instance UUID, for the associated nodes of the
+        #: last :meth:`list_nodes`.
+        self.instances = {}
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+    def list_nodes(self, *args, **kwargs):
+        nodes = self._client.list_nodes(*args, **kwargs)
+        self.instances = {n.id: n.instance_id for n in nodes
+                          if n.instance_id is not None}
+        return nodes
+
+
+def _stranded(instances, part, result, instance_hosts):
     """Describe each stranded node and where it could go.
 
-    :param client: the Ironic client.
+    :param instances: node UUID to instance UUID, for the nodes the
+        refresh listed with an instance.
     :param part: the :class:`~ironic_partition.partitioner.Partitioner`.
     :param result: its :class:`~ironic_partition.partitioner.RefreshResult`.
     :param instance_hosts: instance UUID to host.
@@ -165,15 +201,6 @@ def _stranded(client, part, result, instance_hosts):
     stranded = result.ownership.stranded
     if not stranded:
         return []
-    # NOTE(ironic-partition): a refresh keeps the managed nodes only; read
-    # the instances of the (few) associated nodes once more.
-    wanted = set(stranded)
-    instances = {
-        n.id: n.instance_id for n in client.list_nodes(
-            conductor_group=result.settings.partition_key,
-            shard=result.settings.shard,
-            fields=('uuid', 'instance_uuid'), associated=True)
-        if n.id in wanted}
     # NOTE(ironic-partition): a node with an instance is outside the key
     # set of a balanced ring, which then maps it like the plain ring.
     ring = part.rings.build_ring(result.members, keys=[])
@@ -196,7 +223,7 @@ def to_dict(data):
     result = data['result']
     own = result.ownership
     membership = result.membership
-    groups = _common.conductor_groups(data['conductors'])
+    groups = conductor_groups.by_group(data['conductors'])
     group = groups.get(settings.partition_key, {'alive': [], 'dead': []}) \
         if settings.partition_key is not None else None
     stranded = data['stranded']
@@ -276,10 +303,10 @@ def render(doc, long_listing=False):
     fields = [
         (_('Host'), doc['host']),
         (_('Role'), doc['role']),
-        (_('Partition key'), _common.show_key(doc['partition_key'])),
+        (_('Partition key'), _output.show_key(doc['partition_key'])),
     ]
     if doc.get('shard') is not None:
-        fields.append((_('Shard'), _common.show_shard(doc['shard'])))
+        fields.append((_('Shard'), _output.show_shard(doc['shard'])))
     fields += [
         (_('Peer list'), ', '.join(doc['peer_list']) or '-'),
         (_('Membership'), '%s %s' % (
@@ -294,7 +321,7 @@ def render(doc, long_listing=False):
             '%(alive)d alive, %(dead)d dead in this group') % {
                 'alive': len(doc['conductors']['alive']),
                 'dead': len(doc['conductors']['dead'])}))
-    lines = _common.format_fields(fields)
+    lines = _output.format_fields(fields)
     lines.append('')
     rows = []
     services = {s['host']: s for s in doc.get('services') or ()}
@@ -320,11 +347,11 @@ def render(doc, long_listing=False):
     lines.append(_('Peers%s') % (_(' (STALE: membership source '
                                    'unreachable)') if peers['stale']
                                  else ''))
-    lines += _common.format_table((_('HOST'), _('STATE'), _('PROCESS')),
+    lines += _output.format_table((_('HOST'), _('STATE'), _('PROCESS')),
                                   rows, '  ')
     lines.append('')
     lines.append(_('Nodes'))
-    lines += _common.format_fields([
+    lines += _output.format_fields([
         (_('listed in the group'), doc['listed']),
         (_('managed by this host'), _(
             '%(all)d (%(ring)d by the ring, %(inst)d by own instance)') % {
@@ -337,7 +364,7 @@ def render(doc, long_listing=False):
     lines.append('')
     if claims['enabled']:
         lines.append(_('Claims (by the database clock)'))
-        lines += _common.format_fields([
+        lines += _output.format_fields([
             (_('held by this host'), _(
                 '%(held)d, the first expiring in %(left)s s') % {
                     'held': claims['held'],
@@ -353,7 +380,7 @@ def render(doc, long_listing=False):
     if long_listing and doc['managed']:
         lines.append('')
         lines.append(_('Managed nodes'))
-        lines += _common.format_table(
+        lines += _output.format_table(
             (_('UUID'), _('BY'), _('INSTANCE'), _('PROVISION STATE'),
              _('POWER'), _('MAINT')),
             [(n['uuid'], n['reason'], n['instance_uuid'],
@@ -364,7 +391,7 @@ def render(doc, long_listing=False):
         lines.append('')
         lines.append(_('Stranded nodes (their instance belongs to a peer '
                        'that is not alive)'))
-        lines += _common.format_table(
+        lines += _output.format_table(
             (_('NODE'), _('INSTANCE'), _('OWNER'), _('SUGGESTED HOST')),
             [(s['node'], s['instance'], s['owner'], s['suggested_host'])
              for s in doc['stranded']], '  ')
@@ -382,14 +409,14 @@ def run(conf):
     :returns: the exit code.
     """
     args = conf.command
-    instance_hosts = _common.load_instance_hosts(args.instance_hosts)
-    data = gather(conf, args.role, instance_hosts, _common.Progress())
+    instance_hosts = instance_owners.load(args.instance_hosts)
+    data = gather(conf, args.role, instance_hosts, _output.Progress())
     doc = to_dict(data)
     if args.format == 'json':
-        _common.emit_json(doc)
+        _output.emit_json(doc)
     else:
-        _common.write_lines(render(doc, long_listing=args.long))
-    return _common.EXIT_OK
+        _output.write_lines(render(doc, long_listing=args.long))
+    return _errors.EXIT_OK
 
 
 def add_parsers(subparsers):
@@ -399,12 +426,12 @@ def add_parsers(subparsers):
     :returns: None
     """
     parser = subparsers.add_parser(
-        'status', help=_('Show this host\'s partition: peers, managed and '
-                         'stranded nodes.'),
-        epilog=_common.exit_codes_epilog())
-    _common.add_format_argument(parser)
-    _common.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
-    _common.add_instance_hosts_argument(parser)
+        'status', help=_('Show the nodes this host manages, its peers and '
+                         'the stranded nodes.'),
+        epilog=_errors.exit_codes_epilog())
+    _args.add_format_argument(parser)
+    _args.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
+    _args.add_instance_hosts_argument(parser)
     parser.add_argument('--long', action='store_true',
                         help=_('List every managed node.'))
     parser.set_defaults(func=run)

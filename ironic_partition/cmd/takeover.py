@@ -25,11 +25,14 @@ them then. Fails, changing nothing, when no live process holds HOST.
 from oslo_utils import uuidutils
 
 from ironic_partition._i18n import _
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _args
+from ironic_partition.cmd import _errors
+from ironic_partition.cmd import _output
 from ironic_partition import conf as ip_conf
 from ironic_partition.db import api as db_api
 from ironic_partition import identity
 from ironic_partition.membership import base as membership_base
+from ironic_partition import readonly
 
 
 def run(conf):
@@ -41,7 +44,7 @@ def run(conf):
     args = conf.command
     host = ip_conf.normalize_host(args.host)
     db = db_api.Connection.from_conf(conf)
-    _common.check_database(db)
+    readonly.check_database(db)
     fence = uuidutils.generate_uuid()
     result = db.register_service(
         host, args.role, fence, origin='ironic-partition takeover (%s)'
@@ -52,7 +55,7 @@ def run(conf):
     # alive: peers keep HOST in the ring until the next process takes it.
     db.release_service(host, args.role, fence, down=False)
     old = result.replaced
-    _common.write_lines([
+    _output.write_lines([
         _('Took host %(host)s (%(role)s) away from incarnation %(inc)s on '
           '%(origin)s (started at %(started)s). Its claims expire within '
           '[ironic_partition] lease_time; start the new process as '
@@ -61,7 +64,7 @@ def run(conf):
             'origin': old.origin or '?',
             'started': (old.started_at.isoformat() if old.started_at
                         else '?')}])
-    return _common.EXIT_OK
+    return _errors.EXIT_OK
 
 
 def add_parsers(subparsers):
@@ -73,7 +76,7 @@ def add_parsers(subparsers):
     parser = subparsers.add_parser(
         'takeover', help=_('Fence the live process that holds a host name, '
                            'so that a new one can start as that host.'),
-        epilog=_common.exit_codes_epilog())
+        epilog=_errors.exit_codes_epilog())
     parser.add_argument('host', help=_('The host name to take over.'))
-    _common.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
+    _args.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
     parser.set_defaults(func=run)

@@ -51,7 +51,8 @@ import tempfile
 import time
 import uuid
 
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _errors
+from ironic_partition.cmd import _output
 from ironic_partition import hash_ring
 from ironic_partition import testing as harness
 
@@ -477,7 +478,7 @@ class Demo(object):
                          ','.join(report['peer_list']),
                          'yes' if report['ready'] else 'NO', managed,
                          managed - inst, inst))
-        return _common.format_table(
+        return _output.format_table(
             ('AGENT', 'GROUP', 'PEER LIST', 'READY', 'MANAGED', 'BY RING',
              'BY INSTANCE'), rows)
 
@@ -696,7 +697,7 @@ def main(argv=None):
     except Interrupted as e:
         interrupted = str(e)
     except Exception as e:
-        error = '%s: %s' % (type(e).__name__, _common.one_line(e))
+        error = '%s: %s' % (type(e).__name__, _errors.one_line(e))
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, _ignore)
@@ -723,7 +724,7 @@ def main(argv=None):
     narrator.say('Demo %s in %.0f s' % ('passed' if ok else 'FAILED',
                                         narrator.elapsed()))
     if interrupted:
-        return _common.EXIT_INTERRUPTED
+        return _errors.EXIT_INTERRUPTED
     return 0 if ok else 1
 
 

@@ -28,7 +28,7 @@ import time
 
 from oslotest import base
 
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _errors
 from ironic_partition.db import api as db_api
 from ironic_partition import hash_ring
 from ironic_partition import testing as harness
@@ -231,21 +231,21 @@ class AgentTestCase(test_cli.OneLineErrors, test_cli.SharedIronic,
     def test_serve_bad_inputs(self):
         self.assert_fails(
             self.run_serve(self.conf('a1', 'rack9', ['a1'])),
-            _common.EXIT_CONFIG, "partition_key 'rack9' is not a conductor "
+            _errors.EXIT_CONFIG, "partition_key 'rack9' is not a conductor "
             "group")
         self.assert_fails(
             self.run_serve(self.conf('a1', 'rack1', ['a2'])),
-            _common.EXIT_CONFIG, "must contain this service's own host")
+            _errors.EXIT_CONFIG, "must contain this service's own host")
         url = ('postgresql+psycopg2://u:p@127.0.0.1:%d/x'
                % test_cli.unused_port())
         self.assert_fails(
             self.run_serve(self.conf('a1', 'rack1', ['a1'], database=url)),
-            _common.EXIT_DATABASE, 'Cannot connect to the membership '
+            _errors.EXIT_DATABASE, 'Cannot connect to the membership '
             'database')
         self.assert_fails(
             self.run_serve(self.conf('a1', 'rack1', ['a1']),
                            '--report-file', '/nonexistent/dir/r.json'),
-            _common.EXIT_CONFIG, '--report-file', '/nonexistent/dir/r.json')
+            _errors.EXIT_CONFIG, '--report-file', '/nonexistent/dir/r.json')
 
     def test_serve_without_ironic_reports_not_ready(self):
         endpoint = 'http://127.0.0.1:%d' % test_cli.unused_port()

@@ -23,22 +23,20 @@ ring; every bad input must give one line on stderr, the documented exit
 code and no traceback.
 """
 
-import configparser
 import json
 import os
 import resource
 import shutil
-import subprocess
-import sys
 import tempfile
 import uuid
 
 from oslotest import base
 
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _errors
 from ironic_partition.cmd import simulate
 from ironic_partition import hash_ring
 from ironic_partition import testing as harness
+from ironic_partition.testing import cli as harness_cli
 from ironic_partition.testing import db as harness_db
 
 DB_BACKEND = 'postgresql'
@@ -50,101 +48,14 @@ TIMEOUT = 60
 #: per-test temporary directory that oslotest removes after each test.
 WORK_PARENT = harness_db.default_workdir()
 
-#: Fast agent timings.
-AGENT_OPTIONS = {'heartbeat_interval': 1, 'service_down_time': 4,
-                 'refresh_interval': 1}
-
-
-def cli_argv():
-    """``ironic-partition`` as this interpreter runs it.
-
-    :returns: a list.
-    """
-    return [sys.executable, '-m', 'ironic_partition.cmd.cli']
-
-
-def cli_env():
-    """The environment of a CLI subprocess.
-
-    :returns: a dict.
-    """
-    env = dict(os.environ)
-    # NOTE(ironic-partition): tox turns DeprecationWarnings on for the
-    # tests; an operator's shell does not, and they would add lines to the
-    # one-line errors these tests count.
-    env['PYTHONWARNINGS'] = 'ignore::DeprecationWarning'
-    return env
-
-
-def run_cli(*args, timeout=120):
-    """Run ``ironic-partition`` and wait for it.
-
-    :param args: the arguments.
-    :param timeout: seconds.
-    :returns: a ``subprocess.CompletedProcess`` with text output.
-    """
-    return subprocess.run(cli_argv() + list(args), capture_output=True,
-                          text=True, timeout=timeout, env=cli_env(),
-                          stdin=subprocess.DEVNULL)
-
-
-def write_conf(path, sections):
-    """Write an INI file.
-
-    :param path: where.
-    :param sections: ``{section: {option: value}}``.
-    :returns: the path.
-    """
-    parser = configparser.ConfigParser(interpolation=None)
-    for section, options in sections.items():
-        parser.add_section(section)
-        for key, value in options.items():
-            parser.set(section, key, str(value))
-    with open(path, 'w') as stream:
-        parser.write(stream)
-    return path
-
-
-def agent_conf(path, endpoint, host, key, peers, state_path, shard=None,
-               **extra):
-    """Write an agent's configuration file.
-
-    :param path: where.
-    :param endpoint: Ironic's endpoint.
-    :param host: the agent's host name.
-    :param key: the partition key; None leaves it unset.
-    :param peers: the peer list.
-    :param state_path: the directory of the SQLite membership database.
-    :param shard: ``[ironic] shard``; None leaves it unset.
-    :param extra: more ``[ironic_partition]`` options; ``database`` sets
-        ``[ironic_partition_database] connection``.
-    :returns: the path.
-    """
-    database = extra.pop('database', None)
-    options = dict(AGENT_OPTIONS, host=host, state_path=state_path)
-    options.update(extra)
-    ironic = {'auth_type': 'none', 'endpoint_override': endpoint,
-              'partition_key': key, 'peer_list': ','.join(peers),
-              'shard': shard}
-    sections = {'ironic': {k: v for k, v in ironic.items()
-                           if v is not None},
-                'ironic_partition': options}
-    if database:
-        sections['ironic_partition_database'] = {'connection': database}
-    return write_conf(path, sections)
-
-
-def read_json(path):
-    """Read a JSON file, None when missing or being replaced.
-
-    :param path: the file.
-    :returns: the document or None.
-    """
-    try:
-        with open(path) as stream:
-            return json.load(stream)
-    except (OSError, ValueError):
-        return None
+#: Fast agent timings (see :mod:`ironic_partition.testing.cli`).
+AGENT_OPTIONS = harness_cli.AGENT_OPTIONS
+agent_conf = harness_cli.agent_conf
+cli_argv = harness_cli.cli_argv
+cli_env = harness_cli.cli_env
+read_json = harness_cli.read_json
+run_cli = harness_cli.run_cli
+write_conf = harness_cli.write_conf
 
 
 def unused_port():
@@ -373,7 +284,7 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
     def test_check(self):
         proc = run_cli('--config-file', self.conf(), 'check', '--role',
                        'agent')
-        self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode, proc.stderr)
+        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode, proc.stderr)
         self.assertEqual(
             ["problem: Peer 'a3' in [ironic] peer_list has never "
              "heartbeated in the membership database: it is not running, "
@@ -390,7 +301,7 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
                           'group', 'case', 'peers', 'shards'], doc['passed'])
         case = self.conf('case.conf', key='RACK1', peers=['A1', 'a2'])
         proc = run_cli('--config-file', case, 'check', '--role', 'agent')
-        self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode)
+        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
         lines = proc.stdout.splitlines()
         self.assertEqual(2, len(lines), lines)
         self.assertIn("partition_key 'RACK1' differs in case from Ironic's "
@@ -404,11 +315,11 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         for command in ('status', 'ring'):
             self.assert_one_line_error(
                 run_cli('--config-file', path, command),
-                _common.EXIT_CONFIG,
+                _errors.EXIT_CONFIG,
                 "[ironic] partition_key 'rack9' is not a conductor group",
                 "Known groups: 'rack1', 'rack2'")
         proc = run_cli('--config-file', path, 'check')
-        self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode)
+        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
         self.assertIn("partition_key 'rack9' is not a conductor group",
                       proc.stdout)
 
@@ -418,10 +329,10 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         for command in ('status', 'ring'):
             self.assert_one_line_error(
                 run_cli('--config-file', path, command, '--role', 'agent'),
-                _common.EXIT_IRONIC, 'Ironic at %s is unavailable'
+                _errors.EXIT_IRONIC, 'Ironic at %s is unavailable'
                 % endpoint)
         proc = run_cli('--config-file', path, 'check', '--role', 'agent')
-        self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode)
+        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
         self.assertIn('problem: Ironic at %s is unavailable' % endpoint,
                       proc.stdout)
 
@@ -432,12 +343,12 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         for command in ('status', 'ring'):
             line = self.assert_one_line_error(
                 run_cli('--config-file', path, command, '--role', 'agent'),
-                _common.EXIT_DATABASE,
+                _errors.EXIT_DATABASE,
                 'Cannot connect to the membership database',
                 '[ironic_partition_database] connection')
             self.assertNotIn('secret', line)
         proc = run_cli('--config-file', path, 'check', '--role', 'agent')
-        self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode)
+        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
         self.assertIn('problem: Cannot connect to the membership database',
                       proc.stdout)
 
@@ -448,12 +359,12 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         for command in ('status', 'ring', 'check', 'serve'):
             self.assert_one_line_error(
                 run_cli('--config-file', path, command),
-                _common.EXIT_CONFIG, 'Failed to parse %s' % path)
+                _errors.EXIT_CONFIG, 'Failed to parse %s' % path)
         bad_value = self.conf('badvalue.conf', key='rack 1')
         for command in ('status', 'ring'):
             self.assert_one_line_error(
                 run_cli('--config-file', bad_value, command),
-                _common.EXIT_CONFIG, '[ironic] partition_key',
+                _errors.EXIT_CONFIG, '[ironic] partition_key',
                 "'rack 1' contains ' '")
 
     def test_host_missing_from_peer_list(self):
@@ -461,11 +372,11 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         for command in ('status', 'ring'):
             self.assert_one_line_error(
                 run_cli('--config-file', path, command, '--role', 'agent'),
-                _common.EXIT_CONFIG,
+                _errors.EXIT_CONFIG,
                 "[ironic] peer_list ['a2', 'a3'] must contain this "
                 "service's own host 'a1'")
         proc = run_cli('--config-file', path, 'check', '--role', 'agent')
-        self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode)
+        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
         self.assertIn("must contain this service's own host 'a1'",
                       proc.stdout.splitlines()[0])
 

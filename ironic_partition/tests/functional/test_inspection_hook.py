@@ -39,7 +39,7 @@ from oslotest import base
 from testtools import content
 
 from ironic_partition import baremetal
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _errors
 from ironic_partition import conf as ip_conf
 from ironic_partition import testing as harness
 from ironic_partition.testing import db as harness_db
@@ -397,7 +397,7 @@ class InspectionHookTestCase(test_cli.SharedIronic, base.BaseTestCase):
              '--format', 'json'],
             capture_output=True, text=True, timeout=120, env=env,
             stdin=subprocess.DEVNULL)
-        self.assertEqual(_common.EXIT_PROBLEMS, proc.returncode, proc.stderr)
+        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode, proc.stderr)
         doc = json.loads(proc.stdout)
         self.addDetail('check-output', content.text_content(
             proc.stdout))

@@ -50,15 +50,15 @@ import fixtures
 from oslotest import base
 from testtools import content
 
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _errors
 from ironic_partition.db import api as db_api
 from ironic_partition import exception
 from ironic_partition import testing as harness
+from ironic_partition.testing import agents as agents_mod
+from ironic_partition.testing import compute_worker
 from ironic_partition.testing import demo
-from ironic_partition.tests.functional import agents as agents_mod
-from ironic_partition.tests.functional import compute_worker
-from ironic_partition.tests.functional import nova_env
-from ironic_partition.tests.functional import observer as observer_mod
+from ironic_partition.testing import nova_env
+from ironic_partition.testing import observer as observer_mod
 from ironic_partition.tests.functional import test_cli
 
 GROUPS = ['rack1', 'rack2']
@@ -220,7 +220,7 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
         service = harness.Service(
             'worker-' + host,
             [sys.executable, '-m',
-             'ironic_partition.tests.functional.compute_worker',
+             'ironic_partition.testing.compute_worker',
              '--mode', 'nova', '--report', report_path, '--interval', '0.5',
              '--', '--config-file', config],
             os.path.join(workdir, 'worker.log'))
@@ -277,8 +277,8 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
 
     def _json(self, *args):
         proc = test_cli.run_cli(*args, '--format', 'json')
-        self.assertIn(proc.returncode, (_common.EXIT_OK,
-                                        _common.EXIT_PROBLEMS), proc.stderr)
+        self.assertIn(proc.returncode, (_errors.EXIT_OK,
+                                        _errors.EXIT_PROBLEMS), proc.stderr)
         return proc.returncode, json.loads(proc.stdout)
 
     def test_cli(self):
@@ -286,7 +286,7 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
         free = self.nodes_of(shard='s1') - set(self.instance)
         code, doc = self._json('--config-file', alone, 'status', '--role',
                                'agent')
-        self.assertEqual(_common.EXIT_OK, code)
+        self.assertEqual(_errors.EXIT_OK, code)
         self.assertEqual('s1', doc['shard'])
         self.assertEqual(len(self.nodes_of(shard='s1')), doc['listed'])
         self.assertEqual(free, {n['uuid'] for n in doc['managed']})
@@ -300,7 +300,7 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
                           peers=('c1', 'c2'))
         code, doc = self._json('--config-file', both, 'ring', '--role',
                                'agent')
-        self.assertEqual(_common.EXIT_OK, code)
+        self.assertEqual(_errors.EXIT_OK, code)
         self.assertEqual(('rack1', 's1'), (doc['partition_key'],
                                            doc['shard']))
         self.assertEqual(len(self.nodes_of('rack1', 's1')), doc['listed'])
@@ -311,7 +311,7 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
 
         code, doc = self._json('--config-file', both, 'check', '--role',
                                'agent')
-        self.assertEqual(_common.EXIT_OK, code, doc)
+        self.assertEqual(_errors.EXIT_OK, code, doc)
         self.assertIn('shards', doc['passed'])
         warnings = [w['message'] for w in doc['warnings']
                     if w['check'] == 'shards']

@@ -23,7 +23,7 @@ import fixtures
 from oslo_config import cfg
 from oslotest import base
 
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _errors
 from ironic_partition.cmd import cli
 from ironic_partition.cmd import status
 
@@ -82,19 +82,19 @@ class TestMain(base.BaseTestCase):
 
     def test_missing_config_file(self):
         code = self.main('--config-file', '/nonexistent.conf', 'status')
-        self.assert_one_error_line(code, _common.EXIT_CONFIG,
+        self.assert_one_error_line(code, _errors.EXIT_CONFIG,
                                    '/nonexistent.conf')
 
     def test_malformed_config_file(self):
         path = self.conf_file('[ironic\npartition_key = rack1\n')
         code = self.main('--config-file', path, 'check')
-        self.assert_one_error_line(code, _common.EXIT_CONFIG,
+        self.assert_one_error_line(code, _errors.EXIT_CONFIG,
                                    'Failed to parse', path)
 
     def test_invalid_value(self):
         path = self.conf_file('[ironic]\npartition_key = rack 1\n')
         code = self.main('--config-file', path, 'status')
-        self.assert_one_error_line(code, _common.EXIT_CONFIG,
+        self.assert_one_error_line(code, _errors.EXIT_CONFIG,
                                    'ironic-partition status: error:',
                                    '[ironic] partition_key', "'rack 1'")
 
@@ -103,13 +103,13 @@ class TestMain(base.BaseTestCase):
                               'peer_list = a2,a3\n'
                               '[ironic_partition]\nhost = a1\n')
         code = self.main('--config-file', path, 'ring')
-        self.assert_one_error_line(code, _common.EXIT_CONFIG,
+        self.assert_one_error_line(code, _errors.EXIT_CONFIG,
                                    "must contain this service's own host "
                                    "'a1'")
 
     def test_bad_simulate_input(self):
         code = self.main('simulate', '--leave', 'compute-9')
-        self.assert_one_error_line(code, _common.EXIT_CONFIG, '--leave',
+        self.assert_one_error_line(code, _errors.EXIT_CONFIG, '--leave',
                                    'compute-9')
 
     def test_usage_error_is_argparse_2(self):
@@ -120,14 +120,14 @@ class TestMain(base.BaseTestCase):
         with mock.patch.object(status, 'gather', autospec=True,
                                side_effect=KeyError('boom')):
             code = self.main('status')
-        self.assert_one_error_line(code, _common.EXIT_INTERNAL, 'KeyError',
+        self.assert_one_error_line(code, _errors.EXIT_INTERNAL, 'KeyError',
                                    '--debug')
 
     def test_interrupted(self):
         with mock.patch.object(status, 'gather', autospec=True,
                                side_effect=KeyboardInterrupt):
             code = self.main('status')
-        self.assertEqual(_common.EXIT_INTERRUPTED, code)
+        self.assertEqual(_errors.EXIT_INTERRUPTED, code)
         self.assertIn('interrupted', self.err.getvalue())
 
     def test_every_command_is_wired(self):

@@ -16,12 +16,13 @@
 
 from unittest import mock
 
-from ironic_partition.cmd import _common
+from ironic_partition.cmd import _errors
 from ironic_partition.cmd import check
 from ironic_partition.cmd import ring
 from ironic_partition.cmd import status
 from ironic_partition import exception
 from ironic_partition import hash_ring
+from ironic_partition import readonly
 from ironic_partition.tests import base
 from ironic_partition.tests.unit.cmd import fakes
 
@@ -37,7 +38,7 @@ class CommandTestCase(base.TestCase):
                                                 2: 'i-gone'})
         self.client = fakes.Client(self.nodes)
         self.membership = fakes.Membership(['a1', 'a3'], dead=['a2'])
-        self.patch(_common.membership_base, 'get_backend',
+        self.patch(readonly.membership_base, 'get_backend',
                    mock.Mock(return_value=self.membership))
         for module in (status, ring, check):
             self.patch(module.baremetal, 'IronicClient',
@@ -75,6 +76,21 @@ class TestStatus(CommandTestCase):
         self.assertIn('nova-manage db ironic_compute_node_move', text)
         self.assertIn('--down a2', text)
 
+    def test_stranded_nodes_need_no_listing_of_their_own(self):
+        calls = []
+        list_nodes = self.client.list_nodes
+
+        def counting(*args, **kwargs):
+            calls.append(kwargs)
+            return list_nodes(*args, **kwargs)
+        self.client.list_nodes = counting
+        doc = status.to_dict(status.gather(self.conf, 'agent', self.HOSTS))
+        self.assertEqual(1, doc['stranded_count'])
+        self.assertEqual('i-a2', doc['stranded'][0]['instance'])
+        # The refresh's own listing of the group, and nothing else.
+        self.assertEqual(1, len(calls), calls)
+        self.assertNotIn('associated', calls[0])
+
     def test_without_instance_owners_status_explains(self):
         doc = status.to_dict(status.gather(self.conf, 'agent'))
         self.assertEqual([], doc['stranded'])
@@ -95,7 +111,7 @@ class TestStatus(CommandTestCase):
                                                         reason='down')
         err = self.assertRaises(exception.IronicUnavailable, status.gather,
                                 self.conf, 'agent')
-        self.assertEqual(_common.EXIT_IRONIC, _common.exit_code_for(err))
+        self.assertEqual(_errors.EXIT_IRONIC, _errors.exit_code_for(err))
         self.client.fault = None
         self.config(group='ironic', peer_list=['a2', 'a3'])
         self.assertRaises(exception.InvalidPeerList, status.gather,

@@ -14,8 +14,8 @@
 
 """The fault tests' observer: how I2 gaps are measured."""
 
+from ironic_partition.testing import observer
 from ironic_partition.tests import base
-from ironic_partition.tests.functional import observer
 
 
 class LongestFreeStretchTestCase(base.TestCase):

@@ -18,11 +18,12 @@ Shared by the fault-injection tests (``test_faults``) and the soak
 benchmark (``benchmarks/soak_bench.py``). Each agent is a harness
 :class:`~ironic_partition.testing.Service` (its own
 process group) started with the CLI engineer's helpers
-(:func:`test_cli.agent_conf`, :func:`test_cli.cli_argv`), with a report
+(:func:`~ironic_partition.testing.cli.agent_conf`,
+:func:`~ironic_partition.testing.cli.cli_argv`), with a report
 file, an optional TCP proxy of its own in front of the membership
 database (a test cuts it to cut the agent off), and an optional wall-clock
 offset (libfaketime). Every start, signal and stop is told to an
-:class:`~ironic_partition.tests.functional.observer.Observer` when one is
+:class:`~ironic_partition.testing.observer.Observer` when one is
 given, with the instant it happened.
 """
 
@@ -37,8 +38,8 @@ import fixtures
 from sqlalchemy.engine import url as sa_url
 
 from ironic_partition import testing as harness
+from ironic_partition.testing import cli as harness_cli
 from ironic_partition.testing import proxy as db_proxy
-from ironic_partition.tests.functional import test_cli
 
 #: Where libfaketime may be found; the environment variable wins.
 FAKETIME_LIB_ENV = 'IRONIC_PARTITION_TEST_FAKETIME_LIB'
@@ -134,11 +135,11 @@ def clock_offset_env(seconds):
 def skewed_argv():
     """``ironic-partition`` for a process run with :func:`clock_offset_env`.
 
-    :returns: a list; see :mod:`ironic_partition.tests.functional.
-        skewed_cli` for why ``time.sleep`` needs replacing.
+    :returns: a list; see :mod:`ironic_partition.testing.skewed_cli`
+        for why ``time.sleep`` needs replacing.
     """
     return [sys.executable, '-m',
-            'ironic_partition.tests.functional.skewed_cli']
+            'ironic_partition.testing.skewed_cli']
 
 
 def via_proxy(url, port):
@@ -160,8 +161,8 @@ class Agent(object):
     :param service: the harness ``Service``.
     :param conf_path: its configuration file.
     :param report_path: its report file.
-    :param proxy: its :class:`~ironic_partition.tests.functional.db.proxy.
-        TCPProxy`, or None.
+    :param proxy: its :class:`~ironic_partition.testing.proxy.TCPProxy`,
+        or None.
     :param clock_offset: its wall-clock offset in seconds, or None.
     """
 
@@ -184,7 +185,7 @@ class Agent(object):
 
         :returns: a dict.
         """
-        return test_cli.read_json(self.report_path) or {}
+        return harness_cli.read_json(self.report_path) or {}
 
     def log(self):
         """The agent's log so far.
@@ -257,10 +258,10 @@ class AgentSet(fixtures.Fixture):
         options = dict(self.timings.options())
         options.update(self.extra)
         shard = getattr(agent, 'shard', self.shard)
-        return test_cli.agent_conf(agent.conf_path,
-                                   agent.endpoint or self.endpoint, host,
-                                   self.key, agent.peers, self.state_path,
-                                   database=url, shard=shard, **options)
+        return harness_cli.agent_conf(agent.conf_path,
+                                      agent.endpoint or self.endpoint, host,
+                                      self.key, agent.peers, self.state_path,
+                                      database=url, shard=shard, **options)
 
     def add(self, host, peers, clock_offset=None, start=True, args=(),
             endpoint=None):
@@ -274,8 +275,8 @@ class AgentSet(fixtures.Fixture):
         :param endpoint: its own Ironic endpoint, or None for the set's.
         :returns: the :class:`Agent`.
         """
-        env = test_cli.cli_env()
-        argv = test_cli.cli_argv()
+        env = harness_cli.cli_env()
+        argv = harness_cli.cli_argv()
         if clock_offset:
             env.update(clock_offset_env(clock_offset))
             argv = skewed_argv()
