@@ -55,7 +55,7 @@ def gather(conf, role, instance_hosts=None, progress=None):
     """
     progress = progress or _output.Progress(enabled=False)
     settings = ip_conf.validate(conf)
-    client = _InstanceMemo(baremetal.IronicClient(conf=conf))
+    client = baremetal.IronicClient(conf=conf)
     membership = readonly.open_membership(conf, settings, role)
     try:
         with progress.task(_('Listing Ironic conductors')):
@@ -77,8 +77,7 @@ def gather(conf, role, instance_hosts=None, progress=None):
         services = read_services(membership, role)
     finally:
         readonly.close_membership(membership)
-    stranded = _stranded(client.instances, part, result,
-                         instance_hosts or {})
+    stranded = _stranded(part, result, instance_hosts or {})
     return {'settings': settings, 'conductors': conductors,
             'result': result, 'ring_mode': part.rings.mode,
             'stranded': stranded, 'instance_hosts': instance_hosts or {},
@@ -159,39 +158,12 @@ def read_claims(conf, membership, role, settings):
             'expired': expired}
 
 
-class _InstanceMemo(object):
-    """An Ironic client that remembers the instances of its last listing.
-
-    A refresh keeps only the managed nodes, but its listing of the group
-    already carried ``instance_uuid`` for every node: remember that much
-    of it (the associated nodes only), so that the stranded nodes need no
-    listing of their own.
-
-    :param client: the :class:`~ironic_partition.baremetal.IronicClient`
-        to delegate to.
-    """
-
-    def __init__(self, client):
-        self._client = client
-        #: Node UUID to instance UUID, for the associated nodes of the
-        #: last :meth:`list_nodes`.
-        self.instances = {}
-
-    def __getattr__(self, name):
-        return getattr(self._client, name)
-
-    def list_nodes(self, *args, **kwargs):
-        nodes = self._client.list_nodes(*args, **kwargs)
-        self.instances = {n.id: n.instance_id for n in nodes
-                          if n.instance_id is not None}
-        return nodes
-
-
-def _stranded(instances, part, result, instance_hosts):
+def _stranded(part, result, instance_hosts):
     """Describe each stranded node and where it could go.
 
-    :param instances: node UUID to instance UUID, for the nodes the
-        refresh listed with an instance.
+    The instances come from the partitioner's node index, which the
+    refresh filled: the group is listed once, never again for these.
+
     :param part: the :class:`~ironic_partition.partitioner.Partitioner`.
     :param result: its :class:`~ironic_partition.partitioner.RefreshResult`.
     :param instance_hosts: instance UUID to host.
@@ -205,8 +177,10 @@ def _stranded(instances, part, result, instance_hosts):
     # set of a balanced ring, which then maps it like the plain ring.
     ring = part.rings.build_ring(result.members, keys=[])
     rows = []
+    listed = part.index.nodes
     for uuid in stranded:
-        instance = instances.get(uuid)
+        node = listed.get(uuid)
+        instance = node.instance_id if node is not None else None
         rows.append({'node': uuid, 'instance': instance,
                      'owner': instance_hosts.get(instance),
                      'suggested_host': ring.get_node(uuid)})
