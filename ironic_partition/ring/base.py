@@ -138,7 +138,7 @@ def get_provider(name, **kwargs):
     """Load a ring provider by entry-point name and construct it.
 
     :param name: entry-point name in :data:`RING_PROVIDER_NAMESPACE`, e.g.
-        ``'compute'`` or ``'conductor'``.
+        ``'compute'``.
     :param kwargs: passed to the provider's constructor.
     :returns: a :class:`RingProvider`.
     :raises: PluginLoadError if the plugin is unknown, cannot be imported or

@@ -60,12 +60,12 @@ class GetProviderTestCase(base.BaseTestCase):
 
     def test_load_failure_wrapped(self):
         with mock.patch.object(ring_base, '_available',
-                               return_value=['compute', 'conductor'],
+                               return_value=['compute', 'other'],
                                autospec=True):
             exc = self.assertRaises(exception.PluginLoadError,
                                     ring_base.get_provider, 'nope')
         self.assertIn('nope', str(exc))
-        self.assertIn('compute, conductor', str(exc))
+        self.assertIn('compute, other', str(exc))
         self.assertIn(ring_base.RING_PROVIDER_NAMESPACE, str(exc))
 
     def test_constructor_failure_wrapped(self):
