@@ -145,15 +145,11 @@ def run_plain(keys, members_count, partitions, repeat, md5_cost, rows):
     get_nodes = ours.get_nodes
     ours_lookup, ours_res = timed(lambda: [get_nodes(k) for k in keys],
                                   repeat)
-    ours.map_keys(keys[:_WARM])
     ours_bulk, mapping = timed(lambda: ours.map_keys(keys), repeat)
-    ours._prefix = None
-    table_mem, _tbl = measured(ours._prefix_table)
     row = {
         'members': members_count, 'partitions': partitions,
         'ours_build': ours_build, 'ours_lookup': ours_lookup,
         'ours_bulk': ours_bulk, 'ours_mem': ours_mem,
-        'table_mem': table_mem,
     }
     if tooz_hashring is not None:
         tooz_mem, tooz = measured(
@@ -225,9 +221,6 @@ def run_balanced(keys, members_count, partitions, rows):
                  'switch32': switch32})
 
 
-_WARM = 1000
-
-
 def ratio(a, b):
     if a is None or b is None or not b:
         return '     -'
@@ -239,11 +232,11 @@ def print_plain(rows, nkeys):
     print('members parts | build: tooz   ours  uhash  t/o | lookup: tooz'
           '     ours  t/o   bulk  t/b   uhash | ours/md5 bulk/md5 |'
           ' max/mean min/mean | leave join (x ideal) | mem KiB: tooz ours'
-          ' o/t table')
+          ' o/t')
     for r in rows:
         print('%7d %5d | %11s %6s %6s %5s | %11s %8s %4s %6s %5s %7s |'
               ' %8s %8s | %8.3f %8.3f | %5.3f %5.3f          | %13.0f %5.0f'
-              ' %4s %5.0f%s' % (
+              ' %4s%s' % (
                   r['members'], r['partitions'],
                   fmt_ms(r.get('tooz_build', 0)).strip(),
                   fmt_ms(r['ours_build']).strip(),
@@ -260,12 +253,10 @@ def print_plain(rows, nkeys):
                   r['max'], r['min'], r['leave'], r['join'],
                   r.get('tooz_mem', 0) / 1024.0, r['ours_mem'] / 1024.0,
                   ratio(r['ours_mem'], r.get('tooz_mem')).strip(),
-                  r['table_mem'] / 1024.0,
                   '  MISMATCH %d' % r['mismatch'] if 'mismatch' in r
                   else ''))
     print('t/o = tooz/ours (speed-up); t/b = tooz/bulk (map_keys); '
-          'ours/md5 = get_nodes cost over bare md5; table = prefix table '
-          'built lazily by map_keys (not in "ours").')
+          'ours/md5 = get_nodes cost over bare md5.')
 
 
 def print_balanced(rows, nkeys):

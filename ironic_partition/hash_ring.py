@@ -12,12 +12,11 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Consistent hash rings: a fast drop-in for tooz's, and a balanced mode.
+"""Consistent hash rings: tooz's, exactly, and an opt-in balanced mode.
 
 :class:`HashRing` gives, for every input, the same answer as
 :class:`tooz.hashring.HashRing` (which Ironic uses to map nodes to
-conductors, and which this project uses to map nodes to nova-compute
-services), only faster:
+conductors, and nova to map nodes to nova-compute services):
 
 * Every member ``m`` (encoded to UTF-8 bytes ``b`` when it is a ``str``) owns
   ``partitions * weight`` points on a ring of hash values. Point ``r`` (counted
@@ -32,9 +31,7 @@ services), only faster:
 
 Digests of one algorithm all have the same length, so comparing the digest
 bytes orders them exactly like the integers: the ring is kept as a sorted list
-of digest bytes, and a lookup is one C-level ``bisect`` with no integer
-conversion. :meth:`HashRing.map_keys` maps many keys at once and adds a
-prefix table that skips most of the binary search.
+of digest bytes, and a lookup is one ``bisect`` with no integer conversion.
 
 :class:`BalancedHashRing` is the opt-in balanced mode: consistent hashing with
 bounded loads, computed for a whole key set at once so that every service
@@ -61,7 +58,7 @@ DEFAULT_HASH_FUNCTION = 'md5'
 """Hash function (tooz's and Ironic's default)."""
 
 BALANCED_PARTITION_NUMBER = 2 ** 10
-"""Default points per member in the balanced mode.
+"""Default points per member of a :class:`BalancedHashRing`.
 
 More points even out the members' first-choice shares, so fewer keys overflow
 and fewer keys move when a member leaves or joins.
@@ -69,11 +66,6 @@ and fewer keys move when a member leaves or joins.
 
 DEFAULT_LOAD_FACTOR = 1.05
 """Largest load of a balanced-ring member relative to its fair share."""
-
-_PREFIX_MIN_BITS = 8
-_PREFIX_MAX_BITS = 16
-# NOTE: below this many keys map_keys() does not build the prefix table.
-_PREFIX_TABLE_MIN_KEYS = 2048
 
 
 def _hasher(name):
@@ -168,9 +160,6 @@ class HashRing(object):
         with weight 1 (a mapping passes its keys, as in tooz).
     :param partitions: points per member and unit of weight.
     :param hash_function: name of a hashlib algorithm.
-    :param weights: optional mapping of member name to integer weight, added
-        after ``nodes`` (an extension; tooz only takes weights in
-        :meth:`add_node`).
     :raises: UnknownHashFunction, InvalidRingMember.
     """
 
@@ -178,9 +167,8 @@ class HashRing(object):
     DEFAULT_HASH_FUNCTION = DEFAULT_HASH_FUNCTION
 
     def __init__(self, nodes=(), partitions=DEFAULT_PARTITION_NUMBER,
-                 hash_function=DEFAULT_HASH_FUNCTION, weights=None):
+                 hash_function=DEFAULT_HASH_FUNCTION):
         self._new_hash = _hasher(hash_function)
-        self._md5 = hash_function == 'md5'
         self._hash_function = hash_function
         self._partition_number = partitions
         self.nodes = {}
@@ -192,27 +180,7 @@ class HashRing(object):
         # NOTE: owner of each position, plus the owner of the first position
         # appended once more, so that bisect's result len(positions) wraps.
         self._owners = []
-        self._prefix = None
         self.add_nodes(set(nodes))
-        if weights:
-            for node, weight in weights.items():
-                self.add_node(node, weight)
-
-    @property
-    def partitions(self):
-        """Points per member and unit of weight.
-
-        :returns: an integer.
-        """
-        return self._partition_number
-
-    @property
-    def hash_function(self):
-        """Name of the hash function.
-
-        :returns: a hashlib algorithm name.
-        """
-        return self._hash_function
 
     def add_node(self, node, weight=1):
         """Add a member to the ring.
@@ -246,24 +214,19 @@ class HashRing(object):
             have = self._points.get(node, 0)
             if count > have:
                 digest = self._new_hash(raw)
-                update = digest.update
-                point = digest.digest
                 for _index in range(have):
-                    update(raw)
+                    digest.update(raw)
                 for _index in range(count - have):
-                    update(raw)
-                    new_points[point()] = node
+                    digest.update(raw)
+                    new_points[digest.digest()] = node
                 self._points[node] = count
             else:
                 self._points.setdefault(node, have)
             self._raw[raw] = node
             self.nodes[node] = weight
         if new_points:
-            if self._positions:
-                points = dict(zip(self._positions, self._owners))
-                points.update(new_points)
-            else:
-                points = new_points
+            points = dict(zip(self._positions, self._owners))
+            points.update(new_points)
             self._set_points(points)
 
     def remove_node(self, node):
@@ -281,9 +244,9 @@ class HashRing(object):
             raise exception.UnknownRingMember(member=node)
         del self._points[node]
         del self._raw[_member_bytes(node)]
-        keep = [(pos, owner) for pos, owner in
-                zip(self._positions, self._owners) if owner != node]
-        self._set_points(dict(keep))
+        self._set_points({pos: owner for pos, owner in
+                          zip(self._positions, self._owners)
+                          if owner != node})
 
     def _set_points(self, points):
         """Replace the ring's points.
@@ -291,12 +254,11 @@ class HashRing(object):
         :param points: dict mapping digest bytes to member.
         """
         positions = sorted(points)
-        owners = list(map(points.__getitem__, positions))
+        owners = [points[pos] for pos in positions]
         if owners:
             owners.append(owners[0])
         self._positions = positions
         self._owners = owners
-        self._prefix = None
 
     def _digest(self, data):
         """Hash a key.
@@ -304,12 +266,7 @@ class HashRing(object):
         :param data: bytes, or ``str`` hashed as UTF-8.
         :returns: digest bytes.
         """
-        try:
-            return self._new_hash(data).digest()
-        except TypeError:
-            if isinstance(data, str):
-                return self._new_hash(data.encode('utf-8')).digest()
-            raise
+        return self._new_hash(_key_bytes(data)).digest()
 
     def _index(self, data):
         """Return the index of the first point after a key's hash.
@@ -326,17 +283,10 @@ class HashRing(object):
         :param data: key, bytes or str.
         :returns: the member, or None if the ring has no points.
         """
-        owners = self._owners
-        if not owners:
+        if not self._owners:
             return None
-        if self._md5:
-            try:
-                digest = hashlib.md5(data, usedforsecurity=False).digest()
-            except TypeError:
-                digest = self._digest(data)
-        else:
-            digest = self._digest(data)
-        return owners[bisect.bisect_right(self._positions, digest)]
+        return self._owners[bisect.bisect_right(self._positions,
+                                                self._digest(data))]
 
     def get_nodes(self, data, ignore_nodes=None, replicas=1):
         """Return the set of members a key maps to.
@@ -349,19 +299,8 @@ class HashRing(object):
             or ``replicas`` < 1.
         """
         if replicas == 1 and not ignore_nodes:
-            # NOTE: hot path, inlined.
-            owners = self._owners
-            if not owners:
-                return set()
-            if self._md5:
-                try:
-                    digest = hashlib.md5(data,
-                                         usedforsecurity=False).digest()
-                except TypeError:
-                    digest = self._digest(data)
-            else:
-                digest = self._digest(data)
-            return {owners[bisect.bisect_right(self._positions, digest)]}
+            node = self.get_node(data)
+            return set() if node is None else {node}
         return self._walk(self._index(data), ignore_nodes, replicas)
 
     def _walk(self, index, ignore_nodes, replicas):
@@ -373,12 +312,7 @@ class HashRing(object):
         :returns: a set of members.
         """
         ignore = set(ignore_nodes) if ignore_nodes else set()
-        if ignore:
-            wanted = len(self.nodes) - sum(1 for n in ignore
-                                           if n in self.nodes)
-        else:
-            wanted = len(self.nodes)
-        wanted = min(replicas, wanted)
+        wanted = min(replicas, len(set(self.nodes) - ignore))
         found = set()
         owners = self._owners
         total = len(self._positions)
@@ -388,111 +322,27 @@ class HashRing(object):
             node = owners[index]
             if node not in ignore:
                 found.add(node)
-            index += 1
-            if index >= total:
-                index = 0
+            index = index + 1 if index + 1 < total else 0
         return found
-
-    def _prefix_table(self):
-        """Build (once per ring) the table that shortcuts bulk lookups.
-
-        The table splits the hash space into ``2**bits`` buckets by the
-        leading bits of a digest. ``low[b]`` is the bisect index of the
-        smallest digest of bucket ``b``; ``direct[b]`` is the owner of every
-        digest in a bucket holding no point, None otherwise.
-
-        :returns: a tuple (shift, low, direct).
-        """
-        if self._prefix is not None:
-            return self._prefix
-        positions = self._positions
-        owners = self._owners
-        bits = min(_PREFIX_MAX_BITS,
-                   max(_PREFIX_MIN_BITS, len(positions).bit_length() + 1))
-        width = len(positions[0]) * 8
-        shift = width - bits
-        buckets = 1 << bits
-        low = [0] * (buckets + 1)
-        direct = [None] * buckets
-        index = 0
-        total = len(positions)
-        for bucket in range(buckets):
-            low[bucket] = index
-            end = index
-            while (end < total
-                   and int.from_bytes(positions[end], 'big') >> shift
-                   == bucket):
-                end += 1
-            if end == index:
-                direct[bucket] = owners[index]
-            index = end
-        low[buckets] = total
-        self._prefix = (shift, low, direct)
-        return self._prefix
 
     def map_keys(self, keys):
         """Map many keys at once (``replicas=1``).
 
-        Equivalent to ``{key: get_node(key) for key in keys}``, but faster
-        for large key sets.
+        Equivalent to ``{key: get_node(key) for key in keys}``.
 
         :param keys: iterable of keys, bytes or str.
         :returns: dict mapping each key to its member; empty for an empty
             ring.
         """
-        if not isinstance(keys, (list, tuple)):
-            keys = list(keys)
         owners = self._owners
         if not owners:
             return {}
         positions = self._positions
         bisect_right = bisect.bisect_right
         new = self._new_hash
-        digests = []
-        append = digests.append
-        if self._md5:
-            md5 = hashlib.md5
-            for key in keys:
-                try:
-                    append(md5(key, usedforsecurity=False).digest())
-                except TypeError:
-                    append(self._digest(key))
-        else:
-            for key in keys:
-                append(new(_key_bytes(key)).digest())
-        if len(keys) < _PREFIX_TABLE_MIN_KEYS:
-            return {key: owners[bisect_right(positions, digest)]
-                    for key, digest in zip(keys, digests)}
-        shift, low, direct = self._prefix_table()
-        result = {}
-        for key, digest in zip(keys, digests):
-            bucket = int.from_bytes(digest, 'big') >> shift
-            owner = direct[bucket]
-            if owner is None:
-                owner = owners[bisect_right(positions, digest, low[bucket],
-                                            low[bucket + 1])]
-            result[key] = owner
-        return result
-
-    def preference(self, data):
-        """Yield the distinct members in the order a key would use them.
-
-        The first is the member the key maps to, the next is where it goes
-        when the first is ignored, and so on.
-
-        :param data: key, bytes or str.
-        :returns: an iterator of members.
-        """
-        seen = set()
-        owners = self._owners
-        total = len(self._positions)
-        index = self._index(data)
-        for _step in range(total):
-            node = owners[index]
-            if node not in seen:
-                seen.add(node)
-                yield node
-            index = index + 1 if index + 1 < total else 0
+        return {key: owners[bisect_right(positions,
+                                         new(_key_bytes(key)).digest())]
+                for key in keys}
 
     def __getitem__(self, key):
         """Return ``get_nodes(key)``, like tooz.
@@ -518,35 +368,38 @@ class HashRing(object):
 class BalancedHashRing(HashRing):
     """Consistent hashing with bounded loads over a known key set.
 
-    Each key ranks the members in its ring order (:meth:`preference`: the
-    member a plain :class:`HashRing` gives first, then the next distinct
-    member clockwise, and so on). Each member has a capacity of
-    ``floor(load_factor * len(keys) * weight / total_weight)`` keys (rounded
-    up instead when the floors would not hold every key). Keys are then
-    matched to members by deferred acceptance: keys ask members in their
-    order; a member holds the keys it prefers up to its capacity and turns
-    the others away. A member prefers keys that rank it higher (a key for
-    which it is the first choice over one for which it is the second), then
-    keys with the lower digest, then the lower key bytes.
+    Each key ranks the members in its ring order: the member a plain
+    :class:`HashRing` gives first, then the next distinct member clockwise,
+    and so on. Each member has a capacity of ``floor(load_factor *
+    len(keys) * weight / total_weight)`` keys (rounded up instead when the
+    floors would not hold every key). Keys are then matched to members by
+    deferred acceptance: keys ask members in their order; a member holds the
+    keys it prefers up to its capacity and turns the others away. A member
+    prefers keys that rank it higher (a key for which it is the first choice
+    over one for which it is the second), then keys with the lower digest,
+    then the lower key bytes.
 
     The result is the key-optimal stable matching, which depends only on the
     members, their weights, ``partitions``, ``hash_function``,
     ``load_factor`` and the *set* of keys, never on the order keys are given
     or processed in. So every service computing it from the same inputs gets
     the same mapping, but **all of them must use the same full key set**: a
-    service that sees a different set of keys may map some keys differently.
+    service that sees a different set of keys may map some keys differently
+    (:meth:`ironic_partition.ring.base.RingProvider.ring_keys` says which
+    set the services use).
 
     Keys that fit below their first choice's capacity stay where
     :class:`HashRing` puts them; only the overflow of overloaded members
     moves, each key to the nearest member clockwise with room.
 
-    Keys outside the key set are mapped by the plain ring.
+    Keys outside the key set are mapped by the plain ring. Each key maps to
+    one member: ``get_nodes`` with ``replicas`` or ``ignore_nodes`` is
+    refused for a key of the key set.
 
     :param nodes: iterable of member names.
     :param keys: iterable of the keys to balance (bytes or str).
     :param partitions: points per member and unit of weight.
     :param hash_function: name of a hashlib algorithm.
-    :param weights: optional mapping of member name to integer weight.
     :param load_factor: largest load of a member relative to its fair
         share, a number >= 1.
     :raises: UnknownHashFunction, InvalidRingMember, ValueError for a
@@ -555,7 +408,7 @@ class BalancedHashRing(HashRing):
 
     def __init__(self, nodes=(), keys=(),
                  partitions=BALANCED_PARTITION_NUMBER,
-                 hash_function=DEFAULT_HASH_FUNCTION, weights=None,
+                 hash_function=DEFAULT_HASH_FUNCTION,
                  load_factor=DEFAULT_LOAD_FACTOR):
         if not load_factor >= 1:
             raise ValueError(_('load_factor must be >= 1, got %r')
@@ -564,54 +417,14 @@ class BalancedHashRing(HashRing):
         self._keys = list(dict.fromkeys(keys))
         self._assignment = None
         super(BalancedHashRing, self).__init__(
-            nodes, partitions=partitions, hash_function=hash_function,
-            weights=weights)
+            nodes, partitions=partitions, hash_function=hash_function)
 
-    @property
-    def load_factor(self):
-        """Largest member load relative to its fair share.
-
-        :returns: a number >= 1.
-        """
-        return self._load_factor
-
-    @property
-    def keys(self):
-        """The key set the ring balances.
-
-        :returns: a list of distinct keys.
-        """
-        return list(self._keys)
-
-    def set_keys(self, keys):
-        """Replace the key set; the assignment is recomputed on next use.
-
-        :param keys: iterable of keys, bytes or str.
-        """
-        self._keys = list(dict.fromkeys(keys))
+    def add_nodes(self, nodes, weight=1):
+        super(BalancedHashRing, self).add_nodes(nodes, weight)
         self._assignment = None
 
     def _set_points(self, points):
         super(BalancedHashRing, self)._set_points(points)
-        self._assignment = None
-
-    def remove_node(self, node):
-        """Remove a member; the assignment is recomputed on next use.
-
-        :param node: member name.
-        :raises: UnknownRingMember if ``node`` is not a member.
-        """
-        super(BalancedHashRing, self).remove_node(node)
-        self._assignment = None
-
-    def add_nodes(self, nodes, weight=1):
-        """Add members; the assignment is recomputed on next use.
-
-        :param nodes: iterable of member names.
-        :param weight: integer weight of each member.
-        :raises: InvalidRingMember.
-        """
-        super(BalancedHashRing, self).add_nodes(nodes, weight)
         self._assignment = None
 
     def capacities(self):
@@ -692,7 +505,7 @@ class BalancedHashRing(HashRing):
             heap = held[node]
             entry = (-rank[k], -int.from_bytes(digests[k], 'big'),
                      _invert(_key_bytes(keys[k])), k)
-            if len(heap) < caps[node]:
+            if len(heap) < caps.get(node, 0):
                 heapq.heappush(heap, entry)
                 continue
             if heap and entry > heap[0]:
@@ -719,29 +532,24 @@ class BalancedHashRing(HashRing):
         return node
 
     def get_nodes(self, data, ignore_nodes=None, replicas=1):
-        """Return the set of members a key maps to.
-
-        The first member is the balanced one; further replicas are the next
-        distinct members in the key's ring order.
+        """Return the set of the one member a key maps to.
 
         :param data: key, bytes or str.
-        :param ignore_nodes: iterable of members to skip.
-        :param replicas: number of distinct members wanted.
+        :param ignore_nodes: only for keys outside the key set.
+        :param replicas: only 1 for keys of the key set.
         :returns: a set of members.
+        :raises: ValueError for ``replicas`` or ``ignore_nodes`` with a key
+            of the key set.
         """
         node = self.assignment().get(data)
-        ignore = set(ignore_nodes) if ignore_nodes else set()
-        if node is None or node in ignore or replicas < 1:
+        if node is None:
             return super(BalancedHashRing, self).get_nodes(
                 data, ignore_nodes=ignore_nodes, replicas=replicas)
-        found = {node}
-        if replicas > 1:
-            for other in self.preference(data):
-                if len(found) >= replicas:
-                    break
-                if other not in ignore:
-                    found.add(other)
-        return found
+        if replicas != 1 or ignore_nodes:
+            raise ValueError(_('a balanced ring maps each key of its key set '
+                               'to one member: replicas and ignore_nodes '
+                               'are not supported'))
+        return {node}
 
     def map_keys(self, keys):
         """Map many keys at once.
@@ -749,8 +557,6 @@ class BalancedHashRing(HashRing):
         :param keys: iterable of keys, bytes or str.
         :returns: dict mapping each key to its member.
         """
-        if not isinstance(keys, (list, tuple)):
-            keys = list(keys)
         assignment = self.assignment()
         result = {}
         missing = []
@@ -804,24 +610,3 @@ def diff(keys, ring_a, ring_b):
         if old != new:
             moved[key] = (old, new)
     return moved
-
-
-def make_ring(nodes=(), mode='tooz', keys=None, **kwargs):
-    """Build a ring in the given mode.
-
-    :param nodes: iterable of member names.
-    :param mode: ``'tooz'`` for :class:`HashRing` (tooz-identical) or
-        ``'balanced'`` for :class:`BalancedHashRing`.
-    :param keys: the key set, required for ``'balanced'``.
-    :param kwargs: passed to the ring class.
-    :returns: a ring.
-    :raises: ValueError for an unknown mode or missing keys.
-    """
-    if mode == 'tooz':
-        return HashRing(nodes, **kwargs)
-    if mode == 'balanced':
-        if keys is None:
-            raise ValueError(_('the balanced mode needs the key set'))
-        return BalancedHashRing(nodes, keys, **kwargs)
-    raise ValueError(_("unknown ring mode %(mode)r, expected 'tooz' or "
-                       "'balanced'") % {'mode': mode})

@@ -64,7 +64,7 @@ from ironic_partition import claims as claims_mod
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition import node_index
-from ironic_partition.ring import compute
+from ironic_partition.ring import base as ring_base
 from ironic_partition import rules
 
 LOG = logging.getLogger(__name__)
@@ -233,10 +233,9 @@ class Partitioner(object):
             self._check_shared_store()
         self._live = frozenset()
         group = conf.ironic_partition
-        self.rings = compute.ComputeRingProvider(
-            members_fn=lambda key: self._live,
-            partitions=2 ** group.partition_exponent,
-            mode=group.ring_mode)
+        self.rings = ring_base.from_conf(
+            conf, lambda key: self._live,
+            claims=claims_mod.wanted(conf, membership))
         #: The nodes of the partition, kept current by the change feed.
         self.index = node_index.NodeIndex(
             client, group.full_resync_interval, group.change_feed_overlap,
@@ -465,9 +464,8 @@ class Partitioner(object):
             membership = self._read_membership(settings)
             self._live = frozenset(membership.live)
             # NOTE(ironic-partition): only a balanced ring depends on the
-            # key set; don't build it on every refresh for nothing.
-            keys = ([n.id for n in nodes if n.instance_id is None]
-                    if self.rings.mode == 'balanced' else None)
+            # key set (None otherwise): every node of the partition.
+            keys = self.rings.ring_keys(nodes, settings.partition_key)
             ring = self.rings.get_ring(settings.partition_key, keys=keys)
             ring_ownership = rules.partition(
                 nodes, ring, settings.host, mine, instance_hosts,

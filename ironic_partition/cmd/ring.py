@@ -17,8 +17,8 @@
 The default view is the compute ring of this host's conductor group (and
 shard): the live members (as the membership backend reports them,
 read-only), the nodes of the conductor group, and each member's share of
-the instance-less nodes, built with the same ring provider and rules as
-the services.
+the instance-less nodes, built with the same ring provider
+(``[ironic_partition] ring_provider``) and rules as the services.
 
 ``--conductors`` shows Ironic's own rings instead: every conductor group,
 its alive and dead conductors and the node count each alive conductor
@@ -29,6 +29,7 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition import baremetal
+from ironic_partition import claims as claims_mod
 from ironic_partition.cmd import _args
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
@@ -38,7 +39,7 @@ from ironic_partition import conf as ip_conf
 from ironic_partition import instance_owners
 from ironic_partition.membership import base as membership_base
 from ironic_partition import readonly
-from ironic_partition.ring import compute
+from ironic_partition.ring import base as ring_base
 from ironic_partition.ring import conductor
 from ironic_partition import rules
 
@@ -68,17 +69,14 @@ def compute_ring(conf, role, instance_hosts=None, progress=None):
             nodes = client.list_nodes(conductor_group=key,
                                       shard=settings.shard)
         membership = readonly.read_members(backend, settings)
+        claims = claims_mod.wanted(conf, backend)
     finally:
         readonly.close_membership(backend)
-    group = conf.ironic_partition
-    provider = compute.ComputeRingProvider(
-        members=membership.live, partitions=2 ** group.partition_exponent,
-        mode=group.ring_mode)
+    provider = ring_base.from_conf(conf, lambda key: membership.live,
+                                   claims=claims)
     free = [n.id for n in nodes if n.instance_id is None]
     with progress.task(_('Mapping %d nodes on the ring') % len(free)):
-        ring = provider.build_ring(
-            membership.live,
-            keys=free if provider.mode == 'balanced' else None)
+        ring = provider.get_ring(key, keys=provider.ring_keys(nodes, key))
         owners = rules.ring_owners(ring, free)
     counts = _stats.count_by_member(owners, membership.live)
     stats = _stats.balance(counts)

@@ -47,9 +47,14 @@ opts = [
         'ring_provider',
         default='compute',
         help=_('Which ring decides ownership, by entry-point name in the '
-               'ironic_partition.ring_providers namespace: "compute" '
-               '(the ring of live compute services, as nova builds it) or '
-               '"conductor" (Ironic\'s own conductor-group ring).')),
+               'ironic_partition.ring_providers namespace. The one '
+               'shipped is "compute": the ring of the live compute '
+               'services of the partition, as nova builds it. Ironic\'s '
+               'conductor ring is not a choice: it maps nodes to Ironic '
+               'conductors, not to the services that report them ("'
+               'ironic-partition ring --conductors" shows it). A name '
+               'that is not installed stops the service at start with an '
+               'error listing the installed providers.')),
     cfg.IntOpt(
         'partition_exponent',
         default=5,
@@ -70,7 +75,12 @@ opts = [
                            'for exactly which.')),
         ],
         help=_('How keys are placed on the ring. All services of one '
-               'partition must use the same mode.')),
+               'partition must use the same mode. The balanced mode is '
+               'built on every node of the partition, so services that '
+               'listed it before and after a node was enrolled or deleted '
+               'disagree until both list again; it therefore needs '
+               'ownership claims (see "claims") and is refused with '
+               '[ironic] shard.')),
     cfg.IntOpt(
         'refresh_interval',
         default=30,

@@ -12,7 +12,17 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The ring provider interface and its loader."""
+"""The ring provider interface and its loader.
+
+The ownership ring provider is the one ``[ironic_partition] ring_provider``
+names in :data:`RING_PROVIDER_NAMESPACE`; :func:`from_conf` loads it as
+:class:`~ironic_partition.partitioner.Partitioner` and the ``ring`` command
+use it. A provider in that namespace is built with the keyword arguments
+``members_fn`` (``members_fn(partition_key)`` returns the live members, as
+host names or an object with a ``live`` attribute), ``partitions`` and
+``mode``, and implements :meth:`RingProvider.get_ring` with the ``keys``
+argument and :meth:`RingProvider.reset`.
+"""
 
 import abc
 
@@ -21,6 +31,8 @@ import stevedore
 from stevedore import driver as stevedore_driver
 
 from ironic_partition._i18n import _
+from ironic_partition import conf as ip_conf
+from ironic_partition.conf import partition as partition_conf
 from ironic_partition import exception
 from ironic_partition import hash_ring
 
@@ -34,6 +46,12 @@ PROVIDER_OPTION = '[ironic_partition] ring_provider'
 
 RING_MODES = ('tooz', 'balanced')
 """Ring modes a provider can build."""
+
+MODE_OPTION = '[ironic_partition] ring_mode'
+"""The option naming the ring mode, quoted in errors."""
+
+CONDUCTOR = 'conductor'
+"""The name the conductor ring had as an ownership provider."""
 
 
 class RingProvider(object, metaclass=abc.ABCMeta):
@@ -80,13 +98,34 @@ class RingProvider(object, metaclass=abc.ABCMeta):
         return hash_ring.HashRing(members, partitions=self.partitions,
                                   hash_function=self.hash_function)
 
+    def ring_keys(self, nodes, partition_key):
+        """Return the key set a balanced ring of a partition is built on.
+
+        Every node UUID of the partition, with an instance or not, so that
+        every service of the partition sees the same set (a node gaining or
+        losing an instance changes nothing). Nodes listed only because one
+        of this service's instances is on them while they are outside the
+        conductor group (see :meth:`~ironic_partition.partitioner.
+        Partitioner.refresh`) are left out: other services do not list them.
+
+        :param nodes: node records with ``id`` and ``conductor_group``.
+        :param partition_key: the lower-cased conductor group, or None.
+        :returns: a list of node UUIDs, or None in the ``tooz`` mode (which
+            does not depend on the key set).
+        """
+        if self.mode != 'balanced':
+            return None
+        return [node.id for node in nodes
+                if partition_key is None
+                or (node.conductor_group or '').lower() == partition_key]
+
     @abc.abstractmethod
-    def get_ring(self, key=None):
+    def get_ring(self, key=None, keys=None):
         """Return the current ring for a key.
 
-        :param key: provider-specific ring key (a partition key for the
-            compute provider, ``"<group>:<hardware type>"`` for the conductor
-            provider).
+        :param key: provider-specific ring key (the partition key for the
+            compute provider).
+        :param keys: the key set of a balanced ring (:meth:`ring_keys`).
         :returns: a :class:`~ironic_partition.hash_ring.HashRing`.
         """
 
@@ -99,7 +138,7 @@ def get_provider(name, **kwargs):
     """Load a ring provider by entry-point name and construct it.
 
     :param name: entry-point name in :data:`RING_PROVIDER_NAMESPACE`, e.g.
-        ``'compute'`` or ``'conductor'``.
+        ``'compute'``.
     :param kwargs: passed to the provider's constructor.
     :returns: a :class:`RingProvider`.
     :raises: PluginLoadError if the plugin is unknown, cannot be imported or
@@ -120,6 +159,67 @@ def get_provider(name, **kwargs):
     LOG.debug('Loaded ring provider %(name)s: %(provider)r',
               {'name': name, 'provider': provider})
     return provider
+
+
+def from_conf(conf, members_fn, claims=True):
+    """Load the ownership ring provider the configuration names.
+
+    :param conf: a ``ConfigOpts`` with ironic-partition's options
+        registered.
+    :param members_fn: ``members_fn(partition_key)`` returning the live
+        members of a partition.
+    :param claims: whether ownership claims are on for this service
+        (:func:`ironic_partition.claims.wanted`); the balanced mode needs
+        them.
+    :returns: a :class:`RingProvider` built with ``members_fn``,
+        ``partitions=2**partition_exponent`` and ``mode=ring_mode``.
+    :raises: PluginLoadError naming ``[ironic_partition] ring_provider``
+        and the installed providers; ConfigurationError when the ring mode
+        cannot be used safely with the other settings.
+    """
+    group = conf[partition_conf.GROUP]
+    name = group.ring_provider
+    mode = group.ring_mode
+    if name == CONDUCTOR:
+        raise exception.PluginLoadError(
+            kind=_('ring provider'), name=name,
+            namespace=RING_PROVIDER_NAMESPACE, option=PROVIDER_OPTION,
+            reason=_('Ironic\'s conductor ring maps nodes to Ironic '
+                     'conductors, not to the compute services that report '
+                     'them, so it cannot decide ownership; it is shown by '
+                     '"ironic-partition ring --conductors"'),
+            available=', '.join(_available()) or _('none'))
+    if mode == 'balanced':
+        _check_balanced(conf, claims)
+    return get_provider(name, members_fn=members_fn,
+                        partitions=2 ** group.partition_exponent, mode=mode)
+
+
+def _check_balanced(conf, claims):
+    """Refuse the balanced mode where services could disagree for long.
+
+    :param conf: the ``ConfigOpts``.
+    :param claims: whether ownership claims are on.
+    :raises: ConfigurationError.
+    """
+    if not claims:
+        raise exception.ConfigurationError(
+            group=partition_conf.GROUP, option='ring_mode', value='balanced',
+            reason=_('the balanced ring needs ownership claims '
+                     '([ironic_partition] claims = database, or auto with '
+                     'the database membership backend): two services '
+                     'that listed the partition before and after a node '
+                     'was enrolled or deleted map some nodes differently '
+                     'until both list again, and only the claims keep '
+                     'them from reporting the same node'))
+    if ip_conf.get_settings(conf).shard is not None:
+        raise exception.ConfigurationError(
+            group=partition_conf.GROUP, option='ring_mode', value='balanced',
+            reason=_('the balanced ring cannot be used with [ironic] shard: '
+                     'a node that carries an instance and moved to another '
+                     'shard of the group is listed by its instance\'s '
+                     'service only, so the services\' key sets would '
+                     'differ for as long as the instance stays'))
 
 
 def _reraise(manager, entrypoint, exc):

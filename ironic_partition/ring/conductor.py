@@ -107,6 +107,10 @@ def rings_members(conductors, use_groups=True):
 class ConductorRingProvider(base.RingProvider):
     """The conductor-group-aware rings of Ironic's alive conductors.
 
+    Not an ownership provider (not in the ring provider namespace): it maps
+    nodes to Ironic conductors, not to the compute services reporting them.
+    The ``ring --conductors`` command builds it directly.
+
     :param connection: an openstacksdk ``Connection``; conductors are read
         through :meth:`ironic_partition.baremetal.IronicClient.list_conductors`
         (``GET /v1/conductors?detail=True``).
