@@ -32,7 +32,9 @@ import requests
 from ironic_partition import baremetal
 from ironic_partition import exception
 from ironic_partition import node_index
+from ironic_partition import partitioner
 from ironic_partition.tests import base
+from ironic_partition.tests.unit import test_partitioner
 
 T0 = datetime.datetime(2026, 11, 23, 12, 0, 0,
                        tzinfo=datetime.timezone.utc)
@@ -365,3 +367,50 @@ class TestNodeIndex(base.TestCase):
         self.assertTrue(update.full)
         self.assertIn('change feed is incomplete', update.reason)
         self.assertEqual(9, len(index))
+
+
+class TestPartitionerReadsTheOptions(base.TestCase):
+    """The partitioner's index follows its two options.
+
+    ``full_resync_interval`` and ``change_feed_overlap``, as listed in
+    ``test_option_audit``.
+    """
+
+    def _partitioner(self, fake):
+        self.config(group='ironic_partition', host='cn1', claims='off')
+        self.config(group='ironic', partition_key='rack1',
+                    peer_list=['cn1'])
+        self.clock = [0.0]
+        membership = test_partitioner.FakeMembership(['cn1'])
+        return partitioner.Partitioner(self.conf, _client(fake), membership,
+                                       clock=lambda: self.clock[0])
+
+    def test_full_resync_interval(self):
+        fake = FakeIronic()
+        for _ in range(3):
+            fake.create()
+        self.config(group='ironic_partition', full_resync_interval=20)
+        p = self._partitioner(fake)
+        self.assertTrue(p.refresh().metrics.full)
+        self.clock[0] += 10
+        self.assertFalse(p.refresh().metrics.full)
+        self.clock[0] += 10
+        # 20 s after the full listing: the default, 300, would not list.
+        self.assertTrue(p.refresh().metrics.full)
+
+    def test_change_feed_overlap(self):
+        fake = FakeIronic()
+        u = fake.create()
+        fake.tick(1000)
+        fake.create()
+        self.config(group='ironic_partition', change_feed_overlap=120)
+        p = self._partitioner(fake)
+        p.refresh()
+        # Committed late, stamped 90 s before the watermark: inside a
+        # 120 s overlap, outside the default 60 s.
+        fake.update(u, stamp=fake.now - datetime.timedelta(seconds=91),
+                    maintenance=True)
+        self.clock[0] += 1
+        result = p.refresh()
+        self.assertFalse(result.metrics.full)
+        self.assertTrue(result.nodes[u].is_maintenance)

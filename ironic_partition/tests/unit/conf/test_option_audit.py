@@ -67,6 +67,12 @@ AUDITED = {
         'test_heartbeat_must_be_below_down_time'],
     ('ironic_partition', 'service_down_time'): [
         _HERE + 'test_service_down_time_decides_liveness'],
+    ('ironic_partition', 'full_resync_interval'): [
+        _U + 'test_node_index.TestPartitionerReadsTheOptions.'
+        'test_full_resync_interval'],
+    ('ironic_partition', 'change_feed_overlap'): [
+        _U + 'test_node_index.TestPartitionerReadsTheOptions.'
+        'test_change_feed_overlap'],
     ('ironic_partition', 'membership_stale_timeout'): [
         _U + 'test_partitioner.TestPartitioner.'
         'test_stale_membership_bounded'],
