@@ -40,7 +40,6 @@ MariaDB reachable: ``tools/test-setup.sh``). It:
 
 import argparse
 import collections
-import configparser
 import json
 import os
 import shutil
@@ -55,6 +54,7 @@ from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
 from ironic_partition import hash_ring
 from ironic_partition import testing as harness
+from ironic_partition.testing import cli as harness_cli
 
 #: Agent timings: small so that the demo is quick.
 HEARTBEAT_INTERVAL = 1
@@ -199,16 +199,6 @@ def check_split(reports, nodes, members_by_group, instance_owner):
     return problems
 
 
-def _write_ini(path, sections):
-    parser = configparser.ConfigParser(interpolation=None)
-    for section, options in sections.items():
-        parser.add_section(section)
-        for key, value in options.items():
-            parser.set(section, key, str(value))
-    with open(path, 'w') as stream:
-        parser.write(stream)
-
-
 def cli_argv():
     """The command that runs ``ironic-partition``.
 
@@ -315,7 +305,7 @@ class Demo(object):
         """
         key, peers = self.settings[name]
         path = self.path('%s.conf' % name)
-        _write_ini(path, {
+        harness_cli.write_conf(path, {
             'ironic': {'auth_type': 'none',
                        'endpoint_override': self.ironic.endpoint,
                        'partition_key': key,
