@@ -111,6 +111,39 @@ class _Record(object):
         return hash(self.id)
 
 
+_SHARED_VALUES = ('properties', 'traits')
+#: Distinct properties and traits values kept for sharing; past it, new
+#: values are no longer shared (memory stays bounded on a fleet where
+#: every node differs).
+_SHARED_MAX = 4096
+_shared = {}
+
+
+def _share(value):
+    """One copy of equal ``properties`` dicts or ``traits`` lists.
+
+    The records are read-only, so equal values can be one object.
+
+    :param value: a dict or list decoded from JSON.
+    :returns: an equal value, possibly one seen before.
+    """
+    try:
+        if isinstance(value, dict):
+            key = (dict, tuple(sorted(value.items())))
+        else:
+            key = (list, tuple(value))
+        found = _shared.get(key)
+    except TypeError:
+        # NOTE(ironic-partition): a nested dict or list (root device
+        # hints): not hashable, not shared.
+        return value
+    if found is not None:
+        return found
+    if len(_shared) < _SHARED_MAX:
+        _shared[key] = value
+    return value
+
+
 class Node(_Record):
     """A slim, read-only view of one Ironic node.
 
@@ -128,18 +161,25 @@ class Node(_Record):
     def from_api(cls, body):
         """Build a record from one node of an Ironic API node list.
 
+        Only the fields of the record are kept, whatever the answer holds
+        (the change feed reads the detailed view). Equal ``properties``
+        and ``traits`` are shared between records, as are the strings of
+        states and groups: a fleet has a few hardware profiles, not one
+        per node.
+
         :param body: the node's JSON object, with API field names.
         :returns: a :class:`Node`.
         """
         fields = {}
-        for key, value in body.items():
-            if key == 'links':
+        for key, name in _API_FIELDS:
+            value = body.get(key)
+            if value is None:
                 continue
-            name = _RENAMES.get(key, key)
-            if isinstance(value, str) and name in _SHARED_STRINGS:
-                # NOTE(ironic-partition): the same few states and groups
-                # repeat on every node; share one copy of each.
-                value = sys.intern(value)
+            if name in _SHARED_STRINGS:
+                if isinstance(value, str):
+                    value = sys.intern(value)
+            elif name in _SHARED_VALUES:
+                value = _share(value)
             fields[name] = value
         return cls(**fields)
 
@@ -151,6 +191,11 @@ class Node(_Record):
     def __repr__(self):
         return '<Node %s instance=%s group=%r>' % (
             self.id, self.instance_id, self.conductor_group)
+
+
+#: (API field, record attribute) for every field of a :class:`Node`.
+_API_FIELDS = tuple((api, _RENAMES.get(api, api))
+                    for api in NODE_FIELDS + ('shard',))
 
 
 def _mask(url):
