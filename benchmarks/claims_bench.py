@@ -207,7 +207,7 @@ def bench(url, n_nodes, n_hosts, rounds, lease, margin):
         results.append(summarize('rejoin', samples, n_nodes, n_hosts))
         problems.extend(overlaps)
         owners = {c.node_id: c.owner for c in db_api.Connection(
-            url).read_claims(ROLE).claims if c.valid}
+            url).claims.read_claims(ROLE).claims if c.valid}
         expected = {n: h for h, share in wanted.items() for n in share}
         if owners != expected:
             problems.append('%d nodes not held by their ring owner'

@@ -463,9 +463,9 @@ class ClaimManager(object):
         if self._adopted or self.identity is None:
             return
         try:
-            adopted = self.db.adopt_claims(self.role, self.host,
-                                           self.identity.incarnation,
-                                           self.identity.adoptable)
+            adopted = self.db.claims.adopt_claims(
+                self.role, self.host, self.identity.incarnation,
+                self.identity.adoptable)
         except DATABASE_ERRORS as exc:
             LOG.warning('Could not adopt the claims a previous process of '
                         '%(host)s left; the next rounds retry: %(err)s',
@@ -639,8 +639,8 @@ class ClaimManager(object):
         try:
             self._ensure_schema()
             self._adopt()
-            owned = self.db.owned_claims(self.role, self.host,
-                                         incarnation=inc)
+            owned = self.db.claims.owned_claims(
+                self.role, self.host, incarnation=inc)
             with self._lock:
                 keep = self._last_reported
             to_release = frozenset(owned) - desired - keep
@@ -650,20 +650,20 @@ class ClaimManager(object):
                 # release fails half-way.
                 with self._lock:
                     self._held = self._held - to_release
-                self.db.release_claims(self.role, self.host, to_release,
-                                       incarnation=inc)
+                self.db.claims.release_claims(
+                    self.role, self.host, to_release, incarnation=inc)
                 released = to_release
-            self.db.renew_claims(self.role, self.host, self.lease_time,
-                                 incarnation=inc)
+            self.db.claims.renew_claims(
+                self.role, self.host, self.lease_time, incarnation=inc)
             valid = frozenset(n for n, c in owned.items() if c.valid)
             to_claim = desired - valid
             if to_claim:
                 extra = {'shard': shard} if shard is not None else {}
-                self.db.acquire_claims(self.role, self.host, to_claim,
-                                       self.lease_time, partition_key,
-                                       incarnation=inc, **extra)
-            held = self.db.held_claims(self.role, self.host,
-                                       incarnation=inc)
+                self.db.claims.acquire_claims(
+                    self.role, self.host, to_claim, self.lease_time,
+                    partition_key, incarnation=inc, **extra)
+            held = self.db.claims.held_claims(
+                self.role, self.host, incarnation=inc)
         except DATABASE_ERRORS as exc:
             self._identity_lost(exc)
             error = '%s: %s' % (type(exc).__name__, exc)
@@ -774,10 +774,10 @@ class ClaimManager(object):
         inc = self.incarnation
         try:
             self._ensure_schema()
-            self.db.renew_claims(self.role, self.host, self.lease_time,
-                                 incarnation=inc)
-            held = self.db.held_claims(self.role, self.host,
-                                       incarnation=inc)
+            self.db.claims.renew_claims(
+                self.role, self.host, self.lease_time, incarnation=inc)
+            held = self.db.claims.held_claims(
+                self.role, self.host, incarnation=inc)
         except DATABASE_ERRORS as exc:
             self._identity_lost(exc)
             with self._lock:
@@ -830,15 +830,15 @@ class ClaimManager(object):
                 return 0
         inc = self.incarnation
         try:
-            owned = self.db.owned_claims(self.role, self.host,
-                                         incarnation=inc)
+            owned = self.db.claims.owned_claims(
+                self.role, self.host, incarnation=inc)
             to_release = frozenset(owned) - keep
             if not to_release:
                 return 0
             with self._lock:
                 self._held = self._held - to_release
-            return self.db.release_claims(self.role, self.host, to_release,
-                                          incarnation=inc)
+            return self.db.claims.release_claims(
+                self.role, self.host, to_release, incarnation=inc)
         except DATABASE_ERRORS as exc:
             LOG.warning('Could not release the unreported claims of '
                         '%(host)s: %(err)s', {'host': self.host, 'err': exc})
@@ -850,8 +850,8 @@ class ClaimManager(object):
             # the incarnation that took it over, or expire.
             return 0
         try:
-            released = self.db.release_claims(self.role, self.host,
-                                              incarnation=self.incarnation)
+            released = self.db.claims.release_claims(
+                self.role, self.host, incarnation=self.incarnation)
         except Exception as exc:
             LOG.warning('Could not release the claims of %(host)s in '
                         '%(conn)s; they expire after %(lease)s s: %(err)s',

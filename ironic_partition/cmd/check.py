@@ -193,9 +193,9 @@ def _check_duplicates(db, role, report):
     never renewed and expire within the lease.
     """
     holders = {s.host: s.incarnation
-               for s in db.services(role, 0).services}
+               for s in db.services.services(role, 0).services}
     stray = {}
-    for claim in db.read_claims(role).claims:
+    for claim in db.claims.read_claims(role).claims:
         if (claim.valid and claim.incarnation is not None
                 and claim.owner is not None
                 and holders.get(claim.owner) != claim.incarnation):

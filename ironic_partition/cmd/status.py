@@ -97,7 +97,7 @@ def read_services(membership, role):
              'started_at': (s.started_at.isoformat()
                             if s.started_at is not None else None),
              'origin': s.origin, 'partition_key': s.partition_key}
-            for s in db.services(role, down_time).services]
+            for s in db.services.services(role, down_time).services]
 
 
 def read_claims(conf, membership, role, settings):
@@ -124,7 +124,7 @@ def read_claims(conf, membership, role, settings):
     if own_db:
         db = db_api.Connection.from_conf(conf)
     try:
-        snapshot = db.read_claims(role)
+        snapshot = db.claims.read_claims(role)
     finally:
         if own_db:
             db.dispose()

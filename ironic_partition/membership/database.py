@@ -289,7 +289,8 @@ class DatabaseMembership(base.MembershipBackend):
             known one.
         """
         try:
-            snapshot = self.db.services(self.role, self.service_down_time)
+            snapshot = self.db.services.services(self.role,
+                                                 self.service_down_time)
         except Exception as exc:
             with self._lock:
                 snapshot = self._snapshot

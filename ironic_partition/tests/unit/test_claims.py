@@ -29,6 +29,7 @@ from oslo_db import exception as db_exc
 from ironic_partition import baremetal
 from ironic_partition import claims
 from ironic_partition.db import api as db_api
+from ironic_partition.db import claims as claims_db
 from ironic_partition.db import migration
 from ironic_partition import exception
 from ironic_partition import identity
@@ -85,6 +86,10 @@ class FakeClaimsDB(object):
     def upgrade(self):
         self.revision = migration.head_revision()
 
+    @property
+    def claims(self):
+        return self
+
     def dispose(self):
         pass
 
@@ -95,7 +100,7 @@ class FakeClaimsDB(object):
 
     def owned_claims(self, role, host, incarnation=None):
         self._statement('owned')
-        return {n: db_api.OwnedClaim(r['epoch'], self._valid(r))
+        return {n: claims_db.OwnedClaim(r['epoch'], self._valid(r))
                 for (ro, n), r in self.rows.items()
                 if ro == role and self._mine(r, host, incarnation)}
 

@@ -72,7 +72,8 @@ class ClaimsTestBase(base.DatabaseTestCase):
                         sa.literal(seconds, sa.Integer))))
 
     def claims(self):
-        return {c.node_id: c for c in self.admin.read_claims(ROLE).claims}
+        return {c.node_id: c
+                for c in self.admin.claims.read_claims(ROLE).claims}
 
 
 class TestClaimStatements(ClaimsTestBase):
@@ -95,9 +96,9 @@ class TestClaimStatements(ClaimsTestBase):
                     mine = list(nodes)
                     random.Random(host + str(r)).shuffle(mine)
                     barrier.wait(60)
-                    conn.acquire_claims(ROLE, host, mine, 3600)
+                    conn.claims.acquire_claims(ROLE, host, mine, 3600)
                     barrier.wait(60)
-                    held[(host, r)] = conn.held_claims(ROLE, host)
+                    held[(host, r)] = conn.claims.held_claims(ROLE, host)
                     barrier.wait(60)
                     if host == hosts[0]:
                         # Every lease runs out before the next round.
@@ -159,7 +160,7 @@ class TestClaimStatements(ClaimsTestBase):
         before = self.claims()
         self.assertEqual(3, a.renew_claims(ROLE, 'a', 600))
         after = self.claims()
-        snap_as_of = self.admin.read_claims(ROLE).as_of
+        snap_as_of = self.admin.claims.read_claims(ROLE).as_of
         for node in nodes:
             self.assertEqual(before[node].epoch, after[node].epoch)
             self.assertEqual(before[node].claimed_at, after[node].claimed_at)
@@ -176,17 +177,18 @@ class TestClaimStatements(ClaimsTestBase):
         epochs = []
         for turn in range(3):
             for host, conn in (('a', a), ('b', b)):
-                conn.acquire_claims(ROLE, host, node, 60)
-                held = conn.held_claims(ROLE, host)
+                conn.claims.acquire_claims(ROLE, host, node, 60)
+                held = conn.claims.held_claims(ROLE, host)
                 self.assertEqual(node, list(held))
                 epochs.append(held[node[0]])
                 # A renewal and a refused claim change nothing.
-                conn.renew_claims(ROLE, host, 60)
+                conn.claims.renew_claims(ROLE, host, 60)
                 other = 'b' if host == 'a' else 'a'
                 (b if host == 'a' else a).acquire_claims(ROLE, other, node,
                                                          60)
                 self.assertEqual(epochs[-1], self.claims()[node[0]].epoch)
-                self.assertEqual(1, conn.release_claims(ROLE, host, node))
+                self.assertEqual(1, conn.claims.release_claims(ROLE, host,
+                                                               node))
                 record = self.claims()[node[0]]
                 self.assertEqual((None, False, epochs[-1]),
                                  (record.owner, record.valid, record.epoch))
@@ -199,7 +201,7 @@ class TestClaimStatements(ClaimsTestBase):
                 timeutils, 'utcnow',
                 lambda *a, **k: datetime.datetime(2001, 1, 1) + skew):
             self.connection().acquire_claims(ROLE, 'skewed', nodes, 30)
-        snap = self.admin.read_claims(ROLE)
+        snap = self.admin.claims.read_claims(ROLE)
         for record in snap.claims:
             self.assertTrue(record.valid)
             remaining = (record.expires_at - snap.as_of).total_seconds()

@@ -306,7 +306,7 @@ class TestDatabase(base.TestCase):
         finally:
             _common.close_membership(backend)
         self.assertEqual(frozenset(['a1']), membership.live)
-        self.assertEqual((), db.services('agent', 60).services)
+        self.assertEqual((), db.services.services('agent', 60).services)
 
     def test_unreachable_server(self):
         db = db_api.Connection(

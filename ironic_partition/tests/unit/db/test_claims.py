@@ -22,6 +22,7 @@ from oslotest import base as test_base
 import sqlalchemy as sa
 
 from ironic_partition import claims
+from ironic_partition.db import _common
 from ironic_partition.db import api as db_api
 from ironic_partition.db import models
 
@@ -42,6 +43,7 @@ class TestClaimsSQL(test_base.BaseTestCase):
         self.conn = db_api.Connection(self.url)
         self.addCleanup(self.conn.dispose)
         self.conn.upgrade()
+        self.claims = self.conn.claims
 
     def expire(self, owner):
         table = models.Claim.__table__
@@ -51,36 +53,36 @@ class TestClaimsSQL(test_base.BaseTestCase):
 
     def test_acquire_insert_then_cas(self):
         nodes = _ids(6)
-        self.conn.acquire_claims(ROLE, 'A', nodes[:4], 30, 'g')
-        self.conn.acquire_claims(ROLE, 'b', nodes, 30, 'g')
+        self.claims.acquire_claims(ROLE, 'A', nodes[:4], 30, 'g')
+        self.claims.acquire_claims(ROLE, 'b', nodes, 30, 'g')
         self.assertEqual(dict.fromkeys(nodes[:4], 1),
-                         self.conn.held_claims(ROLE, 'a'))
+                         self.claims.held_claims(ROLE, 'a'))
         self.assertEqual(dict.fromkeys(nodes[4:], 1),
-                         self.conn.held_claims(ROLE, 'B'))
+                         self.claims.held_claims(ROLE, 'B'))
         self.expire('a')
-        self.assertEqual(0, self.conn.renew_claims(ROLE, 'a', 30))
+        self.assertEqual(0, self.claims.renew_claims(ROLE, 'a', 30))
         self.assertEqual({n: False for n in nodes[:4]},
                          {n: c.valid for n, c in
-                          self.conn.owned_claims(ROLE, 'a').items()})
-        self.conn.acquire_claims(ROLE, 'b', nodes, 30)
+                          self.claims.owned_claims(ROLE, 'a').items()})
+        self.claims.acquire_claims(ROLE, 'b', nodes, 30)
         self.assertEqual({**dict.fromkeys(nodes[:4], 2),
                           **dict.fromkeys(nodes[4:], 1)},
-                         self.conn.held_claims(ROLE, 'b'))
+                         self.claims.held_claims(ROLE, 'b'))
 
     def test_roles_are_separate(self):
         node = _ids(1)
-        self.conn.acquire_claims('agent', 'a', node, 30)
-        self.conn.acquire_claims('nova-compute', 'b', node, 30)
-        self.assertEqual(node, list(self.conn.held_claims('agent', 'a')))
-        self.assertEqual(node, list(self.conn.held_claims('nova-compute',
-                                                          'b')))
+        self.claims.acquire_claims('agent', 'a', node, 30)
+        self.claims.acquire_claims('nova-compute', 'b', node, 30)
+        self.assertEqual(node, list(self.claims.held_claims('agent', 'a')))
+        self.assertEqual(node, list(self.claims.held_claims('nova-compute',
+                                                            'b')))
 
     def test_renew_extends_by_the_database_clock(self):
         node = _ids(1)
-        self.conn.acquire_claims(ROLE, 'a', node, 5)
-        before = self.conn.read_claims(ROLE).claims[0]
-        self.assertEqual(1, self.conn.renew_claims(ROLE, 'a', 3600))
-        snap = self.conn.read_claims(ROLE)
+        self.claims.acquire_claims(ROLE, 'a', node, 5)
+        before = self.claims.read_claims(ROLE).claims[0]
+        self.assertEqual(1, self.claims.renew_claims(ROLE, 'a', 3600))
+        snap = self.claims.read_claims(ROLE)
         after = snap.claims[0]
         self.assertEqual(before.epoch, after.epoch)
         self.assertGreater((after.expires_at - snap.as_of).total_seconds(),
@@ -89,28 +91,28 @@ class TestClaimsSQL(test_base.BaseTestCase):
 
     def test_release_keeps_the_row_and_its_epoch(self):
         nodes = _ids(3)
-        self.conn.acquire_claims(ROLE, 'a', nodes, 30)
-        self.assertEqual(0, self.conn.release_claims(ROLE, 'b', nodes))
-        self.assertEqual(2, self.conn.release_claims(ROLE, 'a', nodes[:2]))
-        self.assertEqual(1, self.conn.release_claims(ROLE, 'a'))
-        snap = self.conn.read_claims(ROLE)
+        self.claims.acquire_claims(ROLE, 'a', nodes, 30)
+        self.assertEqual(0, self.claims.release_claims(ROLE, 'b', nodes))
+        self.assertEqual(2, self.claims.release_claims(ROLE, 'a', nodes[:2]))
+        self.assertEqual(1, self.claims.release_claims(ROLE, 'a'))
+        snap = self.claims.read_claims(ROLE)
         self.assertEqual([(None, 1, False, None)] * 3,
                          [(c.owner, c.epoch, c.valid, c.claimed_at)
                           for c in snap.claims])
-        self.conn.acquire_claims(ROLE, 'b', nodes, 30)
-        self.assertEqual({2}, set(self.conn.held_claims(ROLE, 'b').values()))
+        self.claims.acquire_claims(ROLE, 'b', nodes, 30)
+        self.assertEqual({2}, set(self.claims.held_claims(ROLE, 'b').values()))
 
     def test_many_chunks(self):
-        self.useFixture(fixtures.MockPatchObject(db_api, 'CHUNK_SIZE', 7))
+        self.useFixture(fixtures.MockPatchObject(_common, 'CHUNK_SIZE', 7))
         nodes = _ids(50)
-        self.conn.acquire_claims(ROLE, 'a', nodes[:20], 30)
-        self.conn.acquire_claims(ROLE, 'b', nodes, 30)
-        self.assertEqual(30, len(self.conn.held_claims(ROLE, 'b')))
-        self.assertEqual(20, self.conn.release_claims(ROLE, 'a', nodes))
-        snap = self.conn.read_claims(ROLE, node_ids=nodes[:25])
+        self.claims.acquire_claims(ROLE, 'a', nodes[:20], 30)
+        self.claims.acquire_claims(ROLE, 'b', nodes, 30)
+        self.assertEqual(30, len(self.claims.held_claims(ROLE, 'b')))
+        self.assertEqual(20, self.claims.release_claims(ROLE, 'a', nodes))
+        snap = self.claims.read_claims(ROLE, node_ids=nodes[:25])
         self.assertEqual(sorted(nodes[:25]),
                          [c.node_id for c in snap.claims])
-        self.assertEqual(30, len(self.conn.read_claims(
+        self.assertEqual(30, len(self.claims.read_claims(
             ROLE, owner='B').claims))
 
     def test_manager_round_on_sqlite(self):
@@ -126,4 +128,4 @@ class TestClaimsSQL(test_base.BaseTestCase):
         out = manager.round(nodes[:8], nodes[8:])
         self.assertEqual(3, out.statements)
         self.assertEqual({'g'}, {c.partition_key for c in
-                                 self.conn.read_claims(ROLE).claims})
+                                 self.claims.read_claims(ROLE).claims})

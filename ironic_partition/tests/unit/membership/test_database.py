@@ -67,14 +67,14 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         b.start()
         errors = [RuntimeError('boom'), ValueError('bad'),
                   KeyboardInterrupt()]
-        real = b.db.beat
+        real = b.db.services.beat
 
         def flaky(*args, **kwargs):
             if errors:
                 raise errors.pop(0)
             return real(*args, **kwargs)
 
-        with mock.patch.object(b.db, 'beat', autospec=True,
+        with mock.patch.object(b.db.services, 'beat', autospec=True,
                                side_effect=flaky):
             deadline = time.monotonic() + 15
             while errors and time.monotonic() < deadline:
@@ -90,7 +90,7 @@ class TestDatabaseMembership(test_base.BaseTestCase):
     def test_heartbeat_failure_is_reported(self):
         b = self._backend()
         b.start()
-        with mock.patch.object(b.db, 'beat', autospec=True,
+        with mock.patch.object(b.db.services, 'beat', autospec=True,
                                side_effect=RuntimeError('db gone')):
             self.assertFalse(b.heartbeat())
         status = b.status()
@@ -105,7 +105,7 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         other = self._backend('peer')
         other.start()
         fresh = b.members('', ['peer', 'ghost'])
-        with mock.patch.object(b.db, 'services', autospec=True,
+        with mock.patch.object(b.db.services, 'services', autospec=True,
                                side_effect=RuntimeError('lost')):
             stale = b.members('', ['peer', 'ghost'])
         self.assertTrue(stale.stale)
@@ -116,7 +116,7 @@ class TestDatabaseMembership(test_base.BaseTestCase):
     def test_unavailable_without_any_membership(self):
         b = self._backend()
         b.start()
-        with mock.patch.object(b.db, 'services', autospec=True,
+        with mock.patch.object(b.db.services, 'services', autospec=True,
                                side_effect=RuntimeError('lost')):
             self.assertRaises(exception.MembershipUnavailable, b.members)
 
@@ -137,6 +137,6 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         b.stop()
         self.assertFalse(b.status()['running'])
         self.assertEqual({'me'}, watcher.members().dead)
-        with mock.patch.object(b.db, 'mark_down', autospec=True,
+        with mock.patch.object(b.db.services, 'mark_down', autospec=True,
                                side_effect=RuntimeError('x')):
             b.stop()
