@@ -63,10 +63,9 @@ import sqlalchemy.exc as sa_exc
 from ironic_partition._i18n import _
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
-from ironic_partition.db import api as db_api
-from ironic_partition.db import migration
+from ironic_partition.db import health
+from ironic_partition.db import store as store_mod
 from ironic_partition import exception
-from ironic_partition import identity as identity_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -77,9 +76,6 @@ MODE_OFF = 'off'
 
 #: The role claims are kept under when the membership backend has none.
 DEFAULT_ROLE = 'nova-compute'
-
-#: Log a still-failing claim round at ERROR level every this many failures.
-WARN_EVERY = 10
 
 #: What a claim round treats as "the database cannot be reached": a
 #: database error, or a membership error (schema, connection, identity).
@@ -200,77 +196,75 @@ def get_settings(conf, cadence=None):
                          float(renew))
 
 
-def wanted(conf, membership):
-    """Tell whether claims are on for this configuration and backend.
+def wanted(conf, store):
+    """Tell whether claims are on for this configuration and store.
 
     :param conf: a ``ConfigOpts`` with ``[ironic_partition]`` registered.
-    :param membership: the membership backend in use.
+    :param store: the membership backend's :class:`~ironic_partition.db.
+        store.Store`, or None when it keeps no database.
     :returns: True when claims are on: ``claims = database``, or
-        ``claims = auto`` with the ``database`` membership backend.
+        ``claims = auto`` with a membership backend that keeps a database
+        (the ``database`` backend).
     """
     mode = conf[partition_conf.GROUP].claims
     if mode == MODE_OFF:
         return False
     if mode == MODE_DATABASE:
         return True
-    return getattr(membership, 'name', None) == 'database'
+    return store is not None
 
 
-def from_conf(conf, membership, host, clock=time.monotonic, cadence=None):
+def from_conf(conf, host, store=None, role=None, takeover=False,
+              clock=time.monotonic, cadence=None):
     """Build the claim manager a configuration asks for.
 
-    With the ``database`` membership backend the claims use its
-    connection; otherwise (``claims = database`` with the ``nova`` or
-    ``static`` backend) a connection is made from
-    ``[ironic_partition_database]``.
+    The claims share the membership backend's store (connection and
+    identity) when it has one; otherwise (``claims = database`` with the
+    ``nova`` or ``static`` backend) a store is opened from
+    ``[ironic_partition_database]``, and the claims register and
+    heartbeat its identity themselves.
 
     :param conf: a ``ConfigOpts`` with ``[ironic_partition]`` registered.
-    :param membership: the membership backend in use.
     :param host: this service's host name.
+    :param store: the membership backend's :class:`~ironic_partition.db.
+        store.Store`, or None.
+    :param role: this service's role; :data:`DEFAULT_ROLE` when None.
+    :param takeover: with a store of their own, the claims replace a live
+        holder of the host name at start.
     :param clock: a monotonic clock.
     :param cadence: the consumer's :data:`Cadence` (see
         :func:`get_settings`).
     :returns: a :class:`ClaimManager`, or None when claims are off.
     :raises ConfigurationError: for invalid claim options.
     """
-    if not wanted(conf, membership):
+    if not wanted(conf, store):
         if conf[partition_conf.GROUP].claims == MODE_AUTO:
-            LOG.info('Ownership claims are off: membership backend %r '
-                     'has no shared database; set [ironic_partition] '
+            LOG.info('Ownership claims are off: the membership backend '
+                     'keeps no shared database; set [ironic_partition] '
                      'claims = database (with a shared '
                      '[ironic_partition_database] connection) to make '
-                     'rebalancing safe', getattr(membership, 'name', None))
+                     'rebalancing safe')
         return None
     settings = get_settings(conf, cadence)
-    identity = getattr(membership, 'identity', None)
-    owns_connection = identity is None
-    if identity is not None:
-        connection = identity.db
-    else:
-        if database_conf.GROUP not in conf:
-            database_conf.register_opts(conf)
-        connection = db_api.Connection.from_conf(conf)
-    role = getattr(membership, 'role', None) or DEFAULT_ROLE
-    if identity is None:
-        identity = identity_mod.Identity(
-            connection, host, role,
-            conf[partition_conf.GROUP].service_down_time,
-            takeover=getattr(membership, 'takeover', False))
-    return ClaimManager(connection, host, role,
+    role = role or DEFAULT_ROLE
+    owns_store = store is None
+    if owns_store:
+        store = store_mod.Store.from_conf(
+            conf, host, role, conf[partition_conf.GROUP].service_down_time,
+            takeover=takeover)
+    return ClaimManager(store, host, role,
                         lease_time=settings.lease_time,
                         fencing_margin=settings.fencing_margin,
-                        clock=clock, owns_connection=owns_connection,
-                        identity=identity,
-                        renew_interval=settings.renew_interval,
-                        owns_identity=owns_connection)
+                        clock=clock, owns_store=owns_store,
+                        renew_interval=settings.renew_interval)
 
 
 def check_shared_database(conf, connection, host, allow_local):
     """Refuse, or warn about, a SQLite database shared by several hosts.
 
     :param conf: a ``ConfigOpts`` with ``[ironic]`` registered.
-    :param connection: the claims' :class:`~ironic_partition.db.api.
-        Connection`, on SQLite.
+    :param connection: the claims' :class:`~ironic_partition.db.store.
+        Store` (or its connection), on SQLite.
     :param host: this service's host name.
     :param allow_local: False raises instead of warning.
     :raises ConfigurationError: naming ``[ironic_partition_database]
@@ -347,7 +341,11 @@ class ClaimOutcome:
 class ClaimManager(object):
     """Holds this service's claims and decides what it may report.
 
-    :param connection: an :class:`ironic_partition.db.api.Connection`.
+    :param store: a :class:`~ironic_partition.db.store.Store`: the claims
+        database and this process's identity in it. With an identity,
+        claims are taken, renewed and released for its incarnation only,
+        and only while it holds the host name; without one (tests) the
+        host name alone is used.
     :param host: this service's host name (the claim owner).
     :param role: this service's role; claims of different roles are
         separate.
@@ -356,29 +354,28 @@ class ClaimManager(object):
     :param fencing_margin: seconds before the lease runs out (by the local
         monotonic clock) at which unrenewed claims stop being reported.
     :param clock: a monotonic clock.
-    :param owns_connection: whether :meth:`stop` disposes ``connection``.
-    :param identity: this process's :class:`~ironic_partition.identity.
-        Identity`: claims are taken, renewed and released for its
-        incarnation only, and only while it holds the host name. None
-        (tests) uses the host name alone.
+    :param owns_store: whether this manager registers the store's
+        identity at :meth:`start`, heartbeats it, gives it up and closes
+        the store at :meth:`stop` (no membership backend does it).
     :param renew_interval: seconds between the lease timer's renewals
         (:meth:`start`); a third of ``lease_time - fencing_margin`` by
         default.
-    :param owns_identity: whether :meth:`start` registers ``identity`` and
-        :meth:`stop` gives it up (no membership backend does it).
     """
 
-    def __init__(self, connection, host, role, lease_time, fencing_margin,
-                 clock=time.monotonic, owns_connection=False, identity=None,
-                 renew_interval=None, owns_identity=False):
+    def __init__(self, store, host, role, lease_time, fencing_margin,
+                 clock=time.monotonic, owns_store=False,
+                 renew_interval=None):
         if fencing_margin >= lease_time:
             raise _config_error(
                 'fencing_margin', fencing_margin,
                 _('it must be smaller than [ironic_partition] lease_time '
                   '(%s)') % lease_time)
-        self.db = connection
-        self.identity = identity
-        self._owns_identity = owns_identity
+        #: The :class:`~ironic_partition.db.store.Store`.
+        self.store = store
+        #: This process's :class:`~ironic_partition.identity.Identity`, or
+        #: None.
+        self.identity = store.identity
+        self._owns_identity = owns_store
         self.renew_interval = (
             renew_interval if renew_interval is not None else
             max(MIN_RENEW_INTERVAL, (lease_time - fencing_margin) / 3.0))
@@ -390,7 +387,7 @@ class ClaimManager(object):
         self.lease_time = float(lease_time)
         self.fencing_margin = float(fencing_margin)
         self._clock = clock
-        self._owns_connection = owns_connection
+        self._owns_store = owns_store
         self._lock = threading.Lock()
         self._schema_checked = False
         self._held = frozenset()
@@ -399,9 +396,7 @@ class ClaimManager(object):
         self._last_desired = frozenset()
         self._last_reported = frozenset()
         self._was_fenced = False
-        self._failures = 0
-        self._last_error = None
-        self._last_ok = None
+        self._health = health.Health(clock)
         self._last_seconds = None
         self._last_statements = None
         self._adopted = False
@@ -449,7 +444,7 @@ class ClaimManager(object):
                 raise
             except DATABASE_ERRORS as exc:
                 raise exception.DatabaseConnectionFailed(
-                    connection=self.db.masked_connection,
+                    connection=self.store.masked_connection,
                     reason='%s: %s' % (type(exc).__name__, exc))
         self._adopt()
         if self._timer is None or not self._timer.is_alive():
@@ -463,7 +458,7 @@ class ClaimManager(object):
         if self._adopted or self.identity is None:
             return
         try:
-            adopted = self.db.claims.adopt_claims(
+            adopted = self.store.claims.adopt_claims(
                 self.role, self.host, self.identity.incarnation,
                 self.identity.adoptable)
         except DATABASE_ERRORS as exc:
@@ -575,18 +570,17 @@ class ClaimManager(object):
                 'enabled': True,
                 'host': self.host,
                 'role': self.role,
-                'connection': self.db.masked_connection,
+                'connection': self.store.masked_connection,
                 'lease_time': self.lease_time,
                 'fencing_margin': self.fencing_margin,
                 'held': len(self._held),
                 'fenced': until is None or now >= until,
                 'valid_for': (None if until is None
                               else round(max(0.0, until - now), 3)),
-                'consecutive_failures': self._failures,
-                'last_error': self._last_error,
-                'seconds_since_last_round': (
-                    None if self._last_ok is None
-                    else round(now - self._last_ok, 3)),
+                'consecutive_failures': self._health.failures,
+                'last_error': self._health.last_error,
+                'seconds_since_last_round': self._health.seconds_since_ok(
+                    now),
                 'last_round_seconds': self._last_seconds,
                 'last_round_statements': self._last_statements,
             }
@@ -596,19 +590,7 @@ class ClaimManager(object):
     def _ensure_schema(self):
         if self._schema_checked:
             return
-        head = migration.head_revision()
-        current = self.db.schema_revision()
-        if current != head:
-            if (current is not None
-                    and current not in migration.known_revisions()):
-                raise exception.DatabaseTooNew(
-                    connection=self.db.masked_connection, current=current,
-                    expected=head)
-            if self.db.dialect != 'sqlite':
-                raise exception.DatabaseNotMigrated(
-                    connection=self.db.masked_connection,
-                    current=current or _('(none)'), expected=head)
-            self.db.upgrade()
+        self.store.ensure_schema()
         self._schema_checked = True
 
     def round(self, ring_nodes, instance_nodes=(), partition_key=None,
@@ -631,7 +613,7 @@ class ClaimManager(object):
         instance_nodes = frozenset(instance_nodes)
         desired = ring_nodes | instance_nodes
         start = self._clock()
-        statements = self.db.stats['claim_statements']
+        statements = self.store.stats['claim_statements']
         released = frozenset()
         claimed = frozenset()
         error = None
@@ -639,7 +621,7 @@ class ClaimManager(object):
         try:
             self._ensure_schema()
             self._adopt()
-            owned = self.db.claims.owned_claims(
+            owned = self.store.claims.owned_claims(
                 self.role, self.host, incarnation=inc)
             with self._lock:
                 keep = self._last_reported
@@ -650,19 +632,19 @@ class ClaimManager(object):
                 # release fails half-way.
                 with self._lock:
                     self._held = self._held - to_release
-                self.db.claims.release_claims(
+                self.store.claims.release_claims(
                     self.role, self.host, to_release, incarnation=inc)
                 released = to_release
-            self.db.claims.renew_claims(
+            self.store.claims.renew_claims(
                 self.role, self.host, self.lease_time, incarnation=inc)
             valid = frozenset(n for n, c in owned.items() if c.valid)
             to_claim = desired - valid
             if to_claim:
                 extra = {'shard': shard} if shard is not None else {}
-                self.db.claims.acquire_claims(
+                self.store.claims.acquire_claims(
                     self.role, self.host, to_claim, self.lease_time,
                     partition_key, incarnation=inc, **extra)
-            held = self.db.claims.held_claims(
+            held = self.store.claims.held_claims(
                 self.role, self.host, incarnation=inc)
         except DATABASE_ERRORS as exc:
             self._identity_lost(exc)
@@ -681,13 +663,9 @@ class ClaimManager(object):
                 self._epochs = types.MappingProxyType(dict(held))
                 self._valid_until = (start + self.lease_time
                                      - self.fencing_margin)
-                failures, self._failures = self._failures, 0
-                self._last_error = None
-                self._last_ok = start
+                failures = self._health.succeeded(start)
             else:
-                self._failures += 1
-                failures = self._failures
-                self._last_error = error
+                failures = self._health.failed(error)
             now = self._clock()
             until = self._valid_until
             expired = until is None or now >= until
@@ -716,7 +694,7 @@ class ClaimManager(object):
             was_fenced, self._was_fenced = self._was_fenced, now_fenced
             seconds = self._clock() - start
             self._last_seconds = round(seconds, 6)
-            self._last_statements = (self.db.stats['claim_statements']
+            self._last_statements = (self.store.stats['claim_statements']
                                      - statements)
             outcome = ClaimOutcome(
                 reported=reported, ring_reported=ring_reported, held=mine,
@@ -730,7 +708,7 @@ class ClaimManager(object):
 
     def _log(self, outcome, failures, was_fenced, now_fenced, now):
         if not outcome.ok:
-            if failures == 1 or failures % WARN_EVERY == 0:
+            if self._health.worth_logging(failures):
                 if outcome.valid_until is not None:
                     state = (_('still reporting %(n)d claimed nodes for '
                                '%(left).1f s') %
@@ -743,7 +721,7 @@ class ClaimManager(object):
                 LOG.error('Claim round of %(host)s in %(conn)s failed '
                           '(%(n)d in a row); %(state)s: %(err)s',
                           {'host': self.host,
-                           'conn': self.db.masked_connection,
+                           'conn': self.store.masked_connection,
                            'n': failures, 'state': state,
                            'err': outcome.error})
         elif failures:
@@ -774,21 +752,18 @@ class ClaimManager(object):
         inc = self.incarnation
         try:
             self._ensure_schema()
-            self.db.claims.renew_claims(
+            self.store.claims.renew_claims(
                 self.role, self.host, self.lease_time, incarnation=inc)
-            held = self.db.claims.held_claims(
+            held = self.store.claims.held_claims(
                 self.role, self.host, incarnation=inc)
         except DATABASE_ERRORS as exc:
             self._identity_lost(exc)
-            with self._lock:
-                self._failures += 1
-                failures = self._failures
-                self._last_error = '%s: %s' % (type(exc).__name__, exc)
-            if failures == 1 or failures % WARN_EVERY == 0:
+            failures = self._health.failed(exc)
+            if self._health.worth_logging(failures):
                 LOG.warning('Renewing the claims of %(host)s in %(conn)s '
                             'failed (%(n)d in a row): %(err)s',
                             {'host': self.host,
-                             'conn': self.db.masked_connection,
+                             'conn': self.store.masked_connection,
                              'n': failures, 'err': exc})
             return False
         with self._lock:
@@ -800,9 +775,7 @@ class ClaimManager(object):
             self._epochs = types.MappingProxyType(
                 {n: held[n] for n in mine})
             self._valid_until = start + self.lease_time - self.fencing_margin
-            self._failures = 0
-            self._last_error = None
-            self._last_ok = start
+        self._health.succeeded(start)
         return True
 
     def _identity_lost(self, exc):
@@ -830,14 +803,14 @@ class ClaimManager(object):
                 return 0
         inc = self.incarnation
         try:
-            owned = self.db.claims.owned_claims(
+            owned = self.store.claims.owned_claims(
                 self.role, self.host, incarnation=inc)
             to_release = frozenset(owned) - keep
             if not to_release:
                 return 0
             with self._lock:
                 self._held = self._held - to_release
-            return self.db.claims.release_claims(
+            return self.store.claims.release_claims(
                 self.role, self.host, to_release, incarnation=inc)
         except DATABASE_ERRORS as exc:
             LOG.warning('Could not release the unreported claims of '
@@ -850,13 +823,13 @@ class ClaimManager(object):
             # the incarnation that took it over, or expire.
             return 0
         try:
-            released = self.db.claims.release_claims(
+            released = self.store.claims.release_claims(
                 self.role, self.host, incarnation=self.incarnation)
         except Exception as exc:
             LOG.warning('Could not release the claims of %(host)s in '
                         '%(conn)s; they expire after %(lease)s s: %(err)s',
                         {'host': self.host,
-                         'conn': self.db.masked_connection,
+                         'conn': self.store.masked_connection,
                          'lease': self.lease_time, 'err': exc})
             return 0
         LOG.info('Released %(n)d claims of %(host)s',
@@ -894,9 +867,9 @@ class ClaimManager(object):
                      {'host': self.host, 'lease': self.lease_time})
         if self._owns_identity and self.identity is not None:
             self.identity.release(leave=release)
-        if self._owns_connection:
+        if self._owns_store:
             try:
-                self.db.dispose()
+                self.store.dispose()
             except Exception:
                 LOG.debug('Ignoring an error while closing the claims '
                           'database connections', exc_info=True)

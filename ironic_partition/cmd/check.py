@@ -172,7 +172,7 @@ def _check_database(conf, settings, role, report):
         return None
     try:
         membership = _common.read_members(backend, settings)
-        db = getattr(getattr(backend, 'identity', None), 'db', None)
+        db = getattr(getattr(backend, 'store', None), 'db', None)
         if db is not None:
             report.ok('database')
             _check_duplicates(db, role, report)

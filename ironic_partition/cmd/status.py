@@ -88,7 +88,7 @@ def read_services(membership, role):
         (None once the process gave the name up), ``started_at``,
         ``origin`` and ``partition_key``; empty without a database.
     """
-    db = getattr(getattr(membership, 'identity', None), 'db', None)
+    db = getattr(getattr(membership, 'store', None), 'db', None)
     if db is None:
         return []
     down_time = membership.conf.ironic_partition.service_down_time
@@ -117,7 +117,7 @@ def read_claims(conf, membership, role, settings):
         lease ran out, free to take).
     """
     mode = conf.ironic_partition.claims
-    db = getattr(membership, 'db', None)
+    db = getattr(getattr(membership, 'store', None), 'db', None)
     if mode == 'off' or (mode == 'auto' and db is None):
         return {'enabled': False}
     own_db = db is None

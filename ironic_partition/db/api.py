@@ -39,12 +39,14 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 
+from ironic_partition._i18n import _
 from ironic_partition import _urls
 from ironic_partition.db import _common
 from ironic_partition.db import claims
 from ironic_partition.db import migration
 from ironic_partition.db import models
 from ironic_partition.db import services
+from ironic_partition import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -285,3 +287,34 @@ class Connection(object):
         :returns: the revision the database is at afterwards.
         """
         return migration.upgrade(self.engine, revision)
+
+    def ensure_schema(self, upgrade=True):
+        """Check the schema, upgrading an embedded SQLite database.
+
+        SQLite serves one host, with nothing to coordinate, and is
+        upgraded at once; a server database must be upgraded by
+        ``ironic-partition-dbsync upgrade``.
+
+        :param upgrade: False only checks (read-only callers, the CLI).
+        :raises DatabaseTooNew: the schema is newer than this code.
+        :raises DatabaseNotMigrated: the schema is missing or old and
+            cannot be upgraded here.
+        :returns: the schema revision.
+        """
+        head = migration.head_revision()
+        current = self.schema_revision()
+        if current == head:
+            return current
+        if current is not None and current not in migration.known_revisions():
+            raise exception.DatabaseTooNew(
+                connection=self.masked_connection, current=current,
+                expected=head)
+        if upgrade and self.dialect == 'sqlite':
+            LOG.info('Upgrading the embedded SQLite membership database '
+                     '%(conn)s from schema %(cur)s to %(head)s',
+                     {'conn': self.masked_connection, 'cur': current,
+                      'head': head})
+            return self.upgrade()
+        raise exception.DatabaseNotMigrated(
+            connection=self.masked_connection,
+            current=current or _('(none)'), expected=head)

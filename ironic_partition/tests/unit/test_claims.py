@@ -31,6 +31,7 @@ from ironic_partition import claims
 from ironic_partition.db import api as db_api
 from ironic_partition.db import claims as claims_db
 from ironic_partition.db import migration
+from ironic_partition.db import store
 from ironic_partition import exception
 from ironic_partition import identity
 from ironic_partition import partitioner
@@ -52,7 +53,10 @@ class Clock(object):
 
 
 class FakeClaimsDB(object):
-    """Claims in memory, with a clock of their own and injectable faults.
+    """A claims database in memory: the connection and its claims API.
+
+    Claims live in memory, with a clock of their own and injectable
+    faults.
 
     :param clock: the database server's clock (seconds).
     """
@@ -85,6 +89,10 @@ class FakeClaimsDB(object):
 
     def upgrade(self):
         self.revision = migration.head_revision()
+        return self.revision
+
+    def ensure_schema(self, upgrade=True):
+        return db_api.Connection.ensure_schema(self, upgrade=upgrade)
 
     @property
     def claims(self):
@@ -179,7 +187,7 @@ class ClaimsTestCase(base.TestCase):
         self.db_clock.now += seconds
 
     def manager(self, host, lease=LEASE, margin=MARGIN, clock=None):
-        return claims.ClaimManager(self.db, host, 'nova-compute',
+        return claims.ClaimManager(store.Store(self.db), host, 'nova-compute',
                                    lease_time=lease, fencing_margin=margin,
                                    clock=clock or self.clock)
 
@@ -282,47 +290,51 @@ class TestSettings(base.TestCase):
 class FakeBackend(object):
     def __init__(self, name, db=None, role='agent'):
         self.name = name
-        self.db = db
         self.role = role
-        self.identity = (identity.Identity(db, 'cn1', role, 60)
-                         if db is not None else None)
+        self.store = (store.Store(db, identity.Identity(db, 'cn1', role, 60))
+                      if db is not None else None)
 
 
 class TestWanted(base.TestCase):
 
     def test_auto_follows_the_membership_backend(self):
-        self.assertTrue(claims.wanted(self.conf, FakeBackend('database')))
-        self.assertFalse(claims.wanted(self.conf, FakeBackend('nova')))
-        self.assertFalse(claims.wanted(self.conf, FakeBackend('static')))
+        db = FakeClaimsDB(Clock())
+        self.assertTrue(claims.wanted(self.conf,
+                                      FakeBackend('database', db).store))
+        self.assertFalse(claims.wanted(self.conf, FakeBackend('nova').store))
+        self.assertFalse(claims.wanted(self.conf,
+                                       FakeBackend('static').store))
 
     def test_explicit_modes(self):
         self.config(group='ironic_partition', claims='database')
-        self.assertTrue(claims.wanted(self.conf, FakeBackend('static')))
+        self.assertTrue(claims.wanted(self.conf, None))
         self.config(group='ironic_partition', claims='off')
-        self.assertFalse(claims.wanted(self.conf, FakeBackend('database')))
+        db = FakeClaimsDB(Clock())
+        self.assertFalse(claims.wanted(self.conf,
+                                       FakeBackend('database', db).store))
 
     def test_database_backend_shares_its_connection_and_role(self):
         db = FakeClaimsDB(Clock())
-        manager = claims.from_conf(self.conf, FakeBackend('database', db),
-                                   'CN1')
-        self.assertIs(db, manager.db)
+        backend = FakeBackend('database', db)
+        manager = claims.from_conf(self.conf, 'CN1', store=backend.store,
+                                   role=backend.role)
+        self.assertIs(backend.store, manager.store)
+        self.assertIs(backend.store.identity, manager.identity)
         self.assertEqual(('cn1', 'agent'), (manager.host, manager.role))
 
     def test_static_backend_with_claims_database_connects(self):
         self.config(group='ironic_partition', claims='database')
         self.config(group='ironic_partition_database',
                     connection='postgresql+psycopg2://u:pw@db/x')
-        manager = claims.from_conf(self.conf, FakeBackend('static',
-                                                          role=None),
-                                   'cn1')
-        self.assertIsInstance(manager.db, db_api.Connection)
+        manager = claims.from_conf(self.conf, 'cn1')
+        self.assertIsInstance(manager.store.db, db_api.Connection)
+        self.assertEqual('cn1', manager.identity.host)
         self.assertEqual('nova-compute', manager.role)
         self.assertEqual('postgresql+psycopg2://u:***@db/x',
                          manager.status()['connection'])
 
     def test_off_returns_none(self):
-        self.assertIsNone(claims.from_conf(self.conf, FakeBackend('nova'),
-                                           'cn1'))
+        self.assertIsNone(claims.from_conf(self.conf, 'cn1'))
 
 
 class TestRound(ClaimsTestCase):
@@ -395,9 +407,9 @@ class TestRound(ClaimsTestCase):
     def test_release_unreported_without_pending_costs_nothing(self):
         a = self.manager('a')
         a.round(_ids(4))
-        before = a.db.stats['claim_statements']
+        before = a.store.stats['claim_statements']
         self.assertEqual(0, a.release_unreported())
-        self.assertEqual(before, a.db.stats['claim_statements'])
+        self.assertEqual(before, a.store.stats['claim_statements'])
 
     def test_instance_node_is_held_until_no_longer_reported(self):
         # A node whose instance a owns; the instance is deleted and the

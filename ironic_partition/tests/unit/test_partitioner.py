@@ -64,6 +64,9 @@ class FakeMembership(object):
         self.stale = False
         self.partition_key = None
 
+    def set_partition_key(self, partition_key):
+        self.partition_key = partition_key
+
     def members(self, partition_key=None, peer_list=None):
         return mbase.Membership(live=self.live, stale=self.stale)
 

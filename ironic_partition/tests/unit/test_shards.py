@@ -191,6 +191,9 @@ class FakeMembership(object):
         self.partition_key = None
         self.calls = []
 
+    def set_partition_key(self, partition_key):
+        self.partition_key = partition_key
+
     def members(self, partition_key=None, peer_list=None, **kwargs):
         self.calls.append((partition_key, peer_list, kwargs))
         return mbase.Membership(live=self.live)

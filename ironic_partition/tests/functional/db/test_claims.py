@@ -34,6 +34,7 @@ from sqlalchemy.engine import url as sa_url
 from ironic_partition import claims
 from ironic_partition.db import api as db_api
 from ironic_partition.db import models
+from ironic_partition.db import store
 from ironic_partition import testing as harness
 from ironic_partition.testing import proxy
 from ironic_partition.tests.functional.db import base
@@ -59,8 +60,9 @@ class ClaimsTestBase(base.DatabaseTestCase):
         return conn
 
     def manager(self, host, lease=30.0, margin=3.0, url=None):
-        return claims.ClaimManager(self.connection(url), host, ROLE,
-                                   lease_time=lease, fencing_margin=margin)
+        return claims.ClaimManager(store.Store(self.connection(url)), host,
+                                   ROLE, lease_time=lease,
+                                   fencing_margin=margin)
 
     def age(self, owner, seconds):
         """Make the leases of ``owner`` end ``seconds`` ago (server clock)."""

@@ -93,6 +93,9 @@ class Membership(object):
         self.stopped = 0
         self.fault = None
 
+    def set_partition_key(self, partition_key):
+        self.partition_key = partition_key
+
     def start(self):
         self.started += 1
 

@@ -25,6 +25,7 @@ from ironic_partition import claims
 from ironic_partition.db import _common
 from ironic_partition.db import api as db_api
 from ironic_partition.db import models
+from ironic_partition.db import store
 
 ROLE = 'agent'
 
@@ -116,7 +117,8 @@ class TestClaimsSQL(test_base.BaseTestCase):
             ROLE, owner='B').claims))
 
     def test_manager_round_on_sqlite(self):
-        manager = claims.ClaimManager(self.conn, 'a', ROLE, lease_time=30,
+        manager = claims.ClaimManager(store.Store(self.conn), 'a', ROLE,
+                                      lease_time=30,
                                       fencing_margin=3)
         nodes = _ids(10)
         out = manager.round(nodes[:8], nodes[8:], partition_key='g')
