@@ -235,7 +235,8 @@ def from_conf(conf, host, store=None, role=None, takeover=False,
     :param cadence: the consumer's :data:`Cadence` (see
         :func:`get_settings`).
     :returns: a :class:`ClaimManager`, or None when claims are off.
-    :raises ConfigurationError: for invalid claim options.
+    :raises ConfigurationError: for invalid claim options, or an SQLite
+        library too old for the claim statements.
     """
     if not wanted(conf, store):
         if conf[partition_conf.GROUP].claims == MODE_AUTO:
@@ -252,6 +253,7 @@ def from_conf(conf, host, store=None, role=None, takeover=False,
         store = store_mod.Store.from_conf(
             conf, host, role, conf[partition_conf.GROUP].service_down_time,
             takeover=takeover)
+    store.claims.check_supported()
     return ClaimManager(store, host, role,
                         lease_time=settings.lease_time,
                         fencing_margin=settings.fencing_margin,
@@ -635,9 +637,10 @@ class ClaimManager(object):
                 self.store.claims.release_claims(
                     self.role, self.host, to_release, incarnation=inc)
                 released = to_release
-            self.store.claims.renew_claims(
-                self.role, self.host, self.lease_time, incarnation=inc)
             valid = frozenset(n for n, c in owned.items() if c.valid)
+            self.store.claims.renew_claims(
+                self.role, self.host, self.lease_time, incarnation=inc,
+                node_ids=valid - released)
             to_claim = desired - valid
             if to_claim:
                 extra = {'shard': shard} if shard is not None else {}

@@ -28,9 +28,15 @@ retry = oslo_db_api.wrap_db_retry(max_retries=MAX_RETRIES,
                                   inc_retry_interval=True,
                                   retry_on_deadlock=True)
 
-#: How many node UUIDs one claim statement carries at most. SQLite allows
-#: 32,766 bound parameters; a compare-and-swap chunk uses three per node.
+#: How many node UUIDs one claim statement carries at most. A
+#: compare-and-swap chunk binds three parameters per node, so SQLite must
+#: allow 32,766 of them (:data:`SQLITE_MIN_VERSION`).
 CHUNK_SIZE = 2000
+
+#: The oldest SQLite that allows :data:`CHUNK_SIZE` nodes per statement:
+#: SQLITE_MAX_VARIABLE_NUMBER defaults to 32,766 since 3.32.0 (999
+#: before).
+SQLITE_MIN_VERSION = (3, 32, 0)
 
 
 def chunks(items, size=None):

@@ -43,6 +43,8 @@ from sqlalchemy.dialects import mysql as sa_mysql
 from sqlalchemy.dialects import postgresql as sa_postgresql
 from sqlalchemy.dialects import sqlite as sa_sqlite
 
+from ironic_partition._i18n import _
+from ironic_partition.conf import database as database_conf
 from ironic_partition.db import _common
 from ironic_partition.db import models
 from ironic_partition.db import services as services_db
@@ -243,14 +245,15 @@ class ClaimsAPI(object):
         self._count()
         return {row[0]: int(row[1]) for row in rows}
 
-    @_common.retry
-    def renew_claims(self, role, host, lease_seconds, incarnation=None):
-        """Extend every valid claim of a host by a lease, in one statement.
+    def renew_claims(self, role, host, lease_seconds, incarnation=None,
+                     node_ids=None):
+        """Extend the valid claims of a host by a lease, chunk by chunk.
 
         Only claims that have not expired by the server's clock are
         renewed: an expired claim may have been taken by another service
         already, and is taken back (with a new epoch) only through
-        :meth:`acquire_claims`. The epoch does not change.
+        :meth:`acquire_claims`. The epoch does not change. One ``UPDATE``
+        per chunk of nodes, as acquisitions are chunked.
 
         :param role: the service role.
         :param host: the owner's host name.
@@ -258,29 +261,73 @@ class ClaimsAPI(object):
         :param incarnation: renew only this incarnation's claims, and only
             while it holds the host name; None renews every claim of the
             host unconditionally.
+        :param node_ids: the nodes to renew, among the host's claims; None
+            reads the host's valid claims first (one more ``SELECT``).
         :raises IdentityLost: the incarnation no longer holds the host
             name (nothing is renewed).
         :returns: the number of claims renewed.
         """
+        if incarnation is not None:
+            with self._db.reader() as conn:
+                self._check_holder(conn, role, host, incarnation)
+        if node_ids is None:
+            node_ids = self.held_claims(role, host, incarnation)
+        micro = _common.microseconds(lease_seconds)
+        count = 0
+        for chunk in _common.chunks(node_ids):
+            count += self._renew_chunk(role, host, chunk, micro, incarnation)
+        return count
+
+    @_common.retry
+    def _renew_chunk(self, role, host, chunk, micro, incarnation):
         table = models.Claim.__table__
         where = self._mine(table, role, host, incarnation)
+        if incarnation is not None:
+            # NOTE(ironic-partition): checked again in the UPDATE itself,
+            # which sees a takeover committed since.
+            where.append(self._holds_name(role, host, incarnation))
         with self._db.writer() as conn:
-            if incarnation is not None:
-                self._check_holder(conn, role, host, incarnation)
-                # NOTE(ironic-partition): checked again in the UPDATE
-                # itself, which sees a takeover committed since.
-                where.append(self._holds_name(role, host, incarnation))
-            result = conn.execute(
+            count = conn.execute(
                 sa.update(table).where(
-                    *where, table.c.expires_at > models.utcnow(),
+                    *where, table.c.node_id.in_(chunk),
+                    table.c.expires_at > models.utcnow(),
                 ).values(
                     expires_at=models.utc_after(
-                        sa.literal(_common.microseconds(lease_seconds),
-                                   sa.BigInteger)),
-                    updated_at=models.utcnow()))
-            count = result.rowcount
+                        sa.literal(micro, sa.BigInteger)),
+                    updated_at=models.utcnow())).rowcount
         self._count()
         return count
+
+    def check_supported(self):
+        """Refuse an SQLite library too old for the claim statements.
+
+        A claim statement binds up to three parameters per node, for
+        chunks of :data:`~ironic_partition.db._common.CHUNK_SIZE` nodes:
+        SQLite must allow 32,766 (``SQLITE_MAX_VARIABLE_NUMBER``, the
+        default since 3.32.0; 999 before).
+
+        :raises ConfigurationError: on an older SQLite, naming the version
+            found and the one required.
+        :returns: None
+        """
+        if self._db.dialect != 'sqlite':
+            return
+        dbapi = self._db.engine.dialect.dbapi
+        found = tuple(getattr(dbapi, 'sqlite_version_info', ()))
+        if found and found < _common.SQLITE_MIN_VERSION:
+            raise exception.ConfigurationError(
+                group=database_conf.GROUP, option='connection',
+                value=self._db.masked_connection,
+                reason=_('it is an SQLite database, and this Python uses '
+                         'SQLite %(found)s; ownership claims need SQLite '
+                         '%(required)s or newer (SQLITE_MAX_VARIABLE_NUMBER '
+                         '32766) for their statements of up to %(chunk)d '
+                         'nodes. Upgrade SQLite, or use a MariaDB/MySQL or '
+                         'PostgreSQL database') % {
+                    'found': '.'.join(str(p) for p in found),
+                    'required': '.'.join(
+                        str(p) for p in _common.SQLITE_MIN_VERSION),
+                    'chunk': _common.CHUNK_SIZE})
 
     @_common.retry
     def release_claims(self, role, host, node_ids=None, incarnation=None):

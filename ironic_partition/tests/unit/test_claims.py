@@ -98,6 +98,9 @@ class FakeClaimsDB(object):
     def claims(self):
         return self
 
+    def check_supported(self):
+        pass
+
     def dispose(self):
         pass
 
@@ -118,11 +121,13 @@ class FakeClaimsDB(object):
                 if ro == role and self._mine(r, host, incarnation)
                 and self._valid(r)}
 
-    def renew_claims(self, role, host, lease, incarnation=None):
+    def renew_claims(self, role, host, lease, incarnation=None,
+                     node_ids=None):
         self._statement('renew')
         count = 0
-        for (ro, _n), r in self.rows.items():
+        for (ro, n), r in self.rows.items():
             if (ro == role and self._mine(r, host, incarnation)
+                    and (node_ids is None or n in node_ids)
                     and self._valid(r)):
                 r['expires'] = self.clock() + lease
                 count += 1

@@ -15,17 +15,22 @@
 """The claim statements of the database API, on SQLite."""
 
 import os
+import sqlite3.dbapi2
 import uuid
 
 import fixtures
+from oslo_config import cfg
 from oslotest import base as test_base
 import sqlalchemy as sa
 
 from ironic_partition import claims
+from ironic_partition.conf import database as database_conf
+from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import _common
 from ironic_partition.db import api as db_api
 from ironic_partition.db import models
 from ironic_partition.db import store
+from ironic_partition import exception
 
 ROLE = 'agent'
 
@@ -124,10 +129,97 @@ class TestClaimsSQL(test_base.BaseTestCase):
         out = manager.round(nodes[:8], nodes[8:], partition_key='g')
         self.assertTrue(out.ok)
         self.assertEqual(frozenset(nodes), out.reported)
-        # SELECT own, UPDATE renew; SELECT, INSERT placeholders and
-        # compare-and-swap UPDATE to claim; SELECT held.
-        self.assertEqual(6, out.statements)
+        # SELECT own (nothing held: no renewal); SELECT, INSERT
+        # placeholders and compare-and-swap UPDATE to claim; SELECT held.
+        self.assertEqual(5, out.statements)
+        # SELECT own, one UPDATE per chunk to renew, SELECT held.
         out = manager.round(nodes[:8], nodes[8:])
         self.assertEqual(3, out.statements)
         self.assertEqual({'g'}, {c.partition_key for c in
                                  self.claims.read_claims(ROLE).claims})
+
+    def test_renewal_is_chunked(self):
+        self.useFixture(fixtures.MockPatchObject(_common, 'CHUNK_SIZE', 7))
+        nodes = _ids(20)
+        self.claims.acquire_claims(ROLE, 'a', nodes, 5)
+        before = {c.node_id: c.expires_at
+                  for c in self.claims.read_claims(ROLE).claims}
+        statements = self.conn.stats['claim_statements']
+        self.assertEqual(20, self.claims.renew_claims(ROLE, 'a', 3600,
+                                                      node_ids=nodes))
+        # One UPDATE per chunk of seven.
+        self.assertEqual(3, self.conn.stats['claim_statements']
+                         - statements)
+        snap = self.claims.read_claims(ROLE)
+        self.assertTrue(all(
+            (c.expires_at - snap.as_of).total_seconds() > 3590
+            and c.expires_at > before[c.node_id] for c in snap.claims))
+
+    def test_renewal_of_some_nodes_only(self):
+        nodes = _ids(4)
+        self.claims.acquire_claims(ROLE, 'a', nodes, 5)
+        self.assertEqual(2, self.claims.renew_claims(ROLE, 'a', 3600,
+                                                     node_ids=nodes[:2]))
+        snap = self.claims.read_claims(ROLE)
+        long_lived = {c.node_id for c in snap.claims
+                      if (c.expires_at - snap.as_of).total_seconds() > 60}
+        self.assertEqual(set(nodes[:2]), long_lived)
+
+    def test_renewal_without_nodes_reads_the_valid_claims_first(self):
+        self.useFixture(fixtures.MockPatchObject(_common, 'CHUNK_SIZE', 3))
+        nodes = _ids(5)
+        self.claims.acquire_claims(ROLE, 'a', nodes, 30)
+        self.claims.acquire_claims(ROLE, 'b', _ids(2, start=10), 30)
+        self.expire('b')
+        statements = self.conn.stats['claim_statements']
+        self.assertEqual(5, self.claims.renew_claims(ROLE, 'a', 60))
+        # SELECT held, then two chunks.
+        self.assertEqual(3, self.conn.stats['claim_statements']
+                         - statements)
+        self.assertEqual(0, self.claims.renew_claims(ROLE, 'b', 60))
+        self.assertEqual(0, self.claims.renew_claims(ROLE, 'b', 60,
+                                                     node_ids=[]))
+
+
+class TestSQLiteVersion(test_base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        path = self.useFixture(fixtures.TempDir()).join('c.sqlite')
+        self.conn = db_api.Connection('sqlite:///%s' % path)
+        self.addCleanup(self.conn.dispose)
+
+    def _version(self, version):
+        self.useFixture(fixtures.MockPatchObject(
+            sqlite3.dbapi2, 'sqlite_version_info', version))
+
+    def test_old_sqlite_is_refused_naming_both_versions(self):
+        self._version((3, 31, 1))
+        e = self.assertRaises(exception.ConfigurationError,
+                              self.conn.claims.check_supported)
+        self.assertIn('[ironic_partition_database] connection', str(e))
+        self.assertIn('SQLite 3.31.1', str(e))
+        self.assertIn('SQLite 3.32.0 or newer', str(e))
+        self.assertIn('SQLITE_MAX_VARIABLE_NUMBER 32766', str(e))
+
+    def test_recent_sqlite_passes(self):
+        self._version((3, 32, 0))
+        self.assertIsNone(self.conn.claims.check_supported())
+
+    def test_server_databases_are_not_checked(self):
+        self._version((3, 7, 0))
+        conn = db_api.Connection('postgresql+psycopg2://u:pw@db/ip')
+        self.assertIsNone(conn.claims.check_supported())
+
+    def test_claims_refuse_to_start(self):
+        self._version((3, 22, 0))
+        conf = cfg.ConfigOpts()
+        conf.register_opts(partition_conf.opts, group=partition_conf.GROUP)
+        conf([])
+        conf.set_override('claims', 'database', partition_conf.GROUP)
+        database_conf.register_opts(conf)
+        conf.set_override('connection', self.conn.connection,
+                          database_conf.GROUP)
+        e = self.assertRaises(exception.ConfigurationError,
+                              claims.from_conf, conf, 'cn1')
+        self.assertIn('SQLite 3.22.0', str(e))
