@@ -28,7 +28,8 @@ One claim round (:meth:`ClaimManager.round`, run by every refresh):
    previous refresh (a release is *deferred* by one refresh: a node leaves
    the reported set first, and its claim is given up only at the next
    round, once the consumer has adopted the smaller set);
-3. renew every valid claim it holds (one ``UPDATE``);
+3. renew every valid claim it holds (one ``UPDATE`` per chunk of
+   nodes);
 4. take the wanted nodes it does not hold, where unclaimed or expired by
    the database clock (compare-and-swap on the epoch);
 5. read back which claims it holds now (one ``SELECT``).
@@ -52,6 +53,7 @@ claimed: a node whose instance's owner is dead stays stranded.
 import collections
 import dataclasses
 import math
+import random
 import threading
 import time
 import types
@@ -76,6 +78,13 @@ MODE_OFF = 'off'
 
 #: The role claims are kept under when the membership backend has none.
 DEFAULT_ROLE = 'nova-compute'
+
+#: Claim rows whose lease ran out more than this many seconds ago (and at
+#: least ten leases ago) are deleted (:meth:`ClaimManager.collect_garbage`).
+GC_AGE = 24 * 3600
+
+#: The lease timer deletes such rows at most once per this many seconds.
+GC_INTERVAL = 600.0
 
 #: What a claim round treats as "the database cannot be reached": a
 #: database error, or a membership error (schema, connection, identity).
@@ -399,6 +408,7 @@ class ClaimManager(object):
         self._last_reported = frozenset()
         self._was_fenced = False
         self._health = health.Health(clock)
+        self._next_gc = None
         self._last_seconds = None
         self._last_statements = None
         self._adopted = False
@@ -494,6 +504,7 @@ class ClaimManager(object):
                     self.keepalive()
                 if self.fenced() and not was_fenced:
                     self._notify_fenced()
+                self.collect_garbage()
             except BaseException:
                 # NOTE(ironic-partition): keepalive() catches database
                 # errors; this only guards against bugs, so that the timer
@@ -516,6 +527,46 @@ class ClaimManager(object):
         except DATABASE_ERRORS as exc:
             LOG.debug('Identity heartbeat of %(host)s failed: %(err)s',
                       {'host': self.host, 'err': exc})
+
+    @property
+    def gc_age(self):
+        """Seconds after its lease ran out that a claim row is deleted.
+
+        :data:`GC_AGE`, and at least ten leases: far longer than any
+        process may act on a claim, so that no one still holds the epoch
+        of a deleted row.
+        """
+        return max(GC_AGE, 10 * self.lease_time)
+
+    def collect_garbage(self, now=None):
+        """Delete long-unheld claim rows, at most every :data:`GC_INTERVAL`.
+
+        Claim rows stay after a release, to keep their epoch; a fleet that
+        loses nodes would keep their rows forever. The lease timer calls
+        this; it deletes, in chunks, the rows of this service's role whose
+        lease ran out more than :attr:`gc_age` seconds ago. The first
+        collection waits a random part of the interval, so that services
+        started together do not all collect at once. Never raises.
+
+        :param now: the monotonic time, ``clock()`` by default.
+        :returns: the number of rows deleted, or None when it was not time
+            yet or the database failed.
+        """
+        now = self._clock() if now is None else now
+        with self._lock:
+            if self._next_gc is None:
+                self._next_gc = now + GC_INTERVAL * random.uniform(0.1, 1.0)
+            if now < self._next_gc:
+                return None
+            self._next_gc = now + GC_INTERVAL
+        try:
+            return self.store.claims.collect_garbage(self.role, self.gc_age)
+        except DATABASE_ERRORS as exc:
+            LOG.warning('Could not delete the old claim rows in %(conn)s; '
+                        'retrying in %(interval)d s: %(err)s',
+                        {'conn': self.store.masked_connection,
+                         'interval': GC_INTERVAL, 'err': exc})
+            return None
 
     def _notify_fenced(self):
         for listener in list(self._fence_listeners):

@@ -38,6 +38,7 @@ of nodes (node UUIDs travel in chunks of
 import collections
 import datetime
 
+from oslo_log import log as logging
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql as sa_mysql
 from sqlalchemy.dialects import postgresql as sa_postgresql
@@ -49,6 +50,8 @@ from ironic_partition.db import _common
 from ironic_partition.db import models
 from ironic_partition.db import services as services_db
 from ironic_partition import exception
+
+LOG = logging.getLogger(__name__)
 
 #: One row of the claims table; ``valid`` (owner set and lease not expired)
 #: is evaluated by the server's clock.
@@ -295,6 +298,59 @@ class ClaimsAPI(object):
                     expires_at=models.utc_after(
                         sa.literal(micro, sa.BigInteger)),
                     updated_at=models.utcnow())).rowcount
+        self._count()
+        return count
+
+    def collect_garbage(self, role, older_than, max_chunks=10):
+        """Delete the claim rows nobody has held for a long time.
+
+        A row is garbage when its lease ran out (or it was released, or
+        never taken) more than ``older_than`` seconds ago by the server's
+        clock. Rows are read and deleted in chunks, in node order; each
+        ``DELETE`` checks the condition again, so a row claimed in between
+        stays. A deleted node gets a new row, with a new epoch counting
+        from 1, the next time it is claimed: ``older_than`` must be far
+        longer than any lease, so that no process can still act on the
+        old epoch.
+
+        :param role: the service role.
+        :param older_than: seconds since the lease ran out.
+        :param max_chunks: the most chunks deleted in one call.
+        :returns: the number of rows deleted.
+        """
+        table = models.Claim.__table__
+        deleted = 0
+        for _i in range(max_chunks):
+            size = _common.CHUNK_SIZE
+            with self._db.reader() as conn:
+                chunk = [row[0] for row in conn.execute(
+                    sa.select(table.c.node_id).where(
+                        table.c.role == role,
+                        self._garbage(table, older_than),
+                    ).order_by(table.c.node_id).limit(size)).all()]
+            self._count()
+            if chunk:
+                deleted += self._delete_chunk(role, chunk, older_than)
+            if len(chunk) < size:
+                break
+        if deleted:
+            LOG.info('Deleted %(n)d claim rows of role %(role)s unheld for '
+                     'more than %(age)d s',
+                     {'n': deleted, 'role': role, 'age': older_than})
+        return deleted
+
+    @staticmethod
+    def _garbage(table, older_than):
+        return table.c.expires_at <= models.utc_ago(
+            sa.literal(int(older_than), sa.Integer))
+
+    @_common.retry
+    def _delete_chunk(self, role, chunk, older_than):
+        table = models.Claim.__table__
+        with self._db.writer() as conn:
+            count = conn.execute(sa.delete(table).where(
+                table.c.role == role, table.c.node_id.in_(chunk),
+                self._garbage(table, older_than))).rowcount
         self._count()
         return count
 

@@ -167,6 +167,14 @@ class FakeClaimsDB(object):
                 count += 1
         return count
 
+    def collect_garbage(self, role, older_than):
+        self._statement('gc')
+        old = [key for key, r in self.rows.items()
+               if key[0] == role and r['expires'] <= self.clock() - older_than]
+        for key in old:
+            del self.rows[key]
+        return len(old)
+
     def owner(self, node, role='nova-compute'):
         row = self.rows.get((role, node))
         return row['owner'] if row and self._valid(row) else None
@@ -788,3 +796,42 @@ class TestPartitionerWithClaims(ClaimsTestCase):
             FakeBackend('database', db=self.db))
         self.assertIsNone(p.claims)
         self.assertEqual({'claims': {'enabled': False}}, p.status())
+
+
+class TestGarbageCollection(ClaimsTestCase):
+
+    def test_age_is_a_day_and_at_least_ten_leases(self):
+        self.assertEqual(claims.GC_AGE, self.manager('a').gc_age)
+        self.assertEqual(100000.0, self.manager(
+            'a', lease=10000, margin=100).gc_age)
+
+    def test_rate_limited_and_deletes_only_long_unheld_rows(self):
+        a, b = self.manager('a'), self.manager('b')
+        old, recent = _ids(3), _ids(2, start=10)
+        a.round(old)
+        a.stop()
+        self.advance(claims.GC_AGE + 1)
+        b.round(recent)
+        # The first collection waits part of the interval.
+        self.assertIsNone(b.collect_garbage())
+        self.clock.now += claims.GC_INTERVAL
+        self.assertEqual(3, b.collect_garbage())
+        self.assertEqual({('nova-compute', n) for n in recent},
+                         set(self.db.rows))
+        # At most once per interval.
+        self.assertIsNone(b.collect_garbage())
+        self.clock.now += claims.GC_INTERVAL
+        self.assertEqual(0, b.collect_garbage())
+
+    def test_a_database_fault_is_logged_and_retried_later(self):
+        a = self.manager('a')
+        a.collect_garbage()
+        self.clock.now += claims.GC_INTERVAL
+        self.db.fail = db_exc.DBConnectionError('down')
+        self.assertIsNone(a.collect_garbage())
+        self.assertIn('Could not delete the old claim rows',
+                      self.logger.output)
+        self.db.fail = None
+        self.assertIsNone(a.collect_garbage())
+        self.clock.now += claims.GC_INTERVAL
+        self.assertEqual(0, a.collect_garbage())

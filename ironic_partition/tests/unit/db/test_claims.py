@@ -180,6 +180,48 @@ class TestClaimsSQL(test_base.BaseTestCase):
         self.assertEqual(0, self.claims.renew_claims(ROLE, 'b', 60,
                                                      node_ids=[]))
 
+    def age(self, node_ids, seconds):
+        table = models.Claim.__table__
+        with self.conn.engine.begin() as c:
+            c.execute(sa.update(table).where(
+                table.c.node_id.in_(node_ids)).values(
+                    expires_at=models.utc_ago(sa.literal(seconds,
+                                                         sa.Integer))))
+
+    def test_collect_garbage(self):
+        self.useFixture(fixtures.MockPatchObject(_common, 'CHUNK_SIZE', 3))
+        nodes = _ids(8)
+        self.claims.acquire_claims(ROLE, 'a', nodes, 30)
+        self.claims.acquire_claims('nova-compute', 'a', nodes[:2], 30)
+        self.claims.release_claims(ROLE, 'a', nodes[:4])
+        # Released long ago, expired long ago, expired recently, valid.
+        self.age(nodes[:2], 7200)
+        self.age(nodes[4:7], 7200)
+        self.age(nodes[2:4], 60)
+        statements = self.conn.stats['claim_statements']
+        self.assertEqual(5, self.claims.collect_garbage(ROLE, 3600))
+        # SELECT and DELETE a chunk of three, then one of two: the last.
+        self.assertEqual(4, self.conn.stats['claim_statements']
+                         - statements)
+        self.assertEqual(nodes[2:4] + nodes[7:],
+                         [c.node_id for c in
+                          self.claims.read_claims(ROLE).claims])
+        self.assertEqual(2, len(self.claims.read_claims(
+            'nova-compute').claims))
+        self.assertEqual(0, self.claims.collect_garbage(ROLE, 3600))
+        # A deleted node is claimed again with a new row.
+        self.claims.acquire_claims(ROLE, 'b', nodes[:1], 30)
+        self.assertEqual({nodes[0]: 1}, self.claims.held_claims(ROLE, 'b'))
+
+    def test_collect_garbage_is_bounded(self):
+        self.useFixture(fixtures.MockPatchObject(_common, 'CHUNK_SIZE', 2))
+        nodes = _ids(7)
+        self.claims.acquire_claims(ROLE, 'a', nodes, 30)
+        self.age(nodes, 7200)
+        self.assertEqual(4, self.claims.collect_garbage(ROLE, 3600,
+                                                        max_chunks=2))
+        self.assertEqual(3, self.claims.collect_garbage(ROLE, 3600))
+
 
 class TestSQLiteVersion(test_base.BaseTestCase):
 
