@@ -33,6 +33,7 @@ with each other's ``INSERT``), and every SQLite transaction begins
 import collections
 import os
 import threading
+import types
 
 from oslo_db.sqlalchemy import enginefacade
 from oslo_log import log as logging
@@ -41,6 +42,7 @@ from sqlalchemy.engine import url as sa_url
 
 from ironic_partition._i18n import _
 from ironic_partition import _urls
+from ironic_partition.conf import database as database_conf
 from ironic_partition.db import _common
 from ironic_partition.db import claims
 from ironic_partition.db import migration
@@ -76,6 +78,15 @@ def _engine_kwargs(group):
         'max_retries': 0,
         'retry_interval': group.retry_interval,
     }
+
+
+def _engine_defaults():
+    """The engine arguments of the options' defaults.
+
+    :returns: a dict of keyword arguments.
+    """
+    return _engine_kwargs(types.SimpleNamespace(
+        **{opt.dest: opt.default for opt in database_conf.opts}))
 
 
 #: What a transaction context is configured with besides the URL and the
@@ -172,14 +183,14 @@ class Connection(object):
 
     :param connection: the SQLAlchemy URL.
     :param engine_kwargs: more ``enginefacade`` (``create_engine``)
-        arguments.
+        arguments; those not given take the defaults of the
+        ``[ironic_partition_database]`` options.
     """
 
     def __init__(self, connection, **engine_kwargs):
         self.connection = connection
         self.masked_connection = _urls.mask(connection)
-        engine_kwargs.setdefault('mysql_sql_mode', 'TRADITIONAL')
-        self._engine_kwargs = engine_kwargs
+        self._engine_kwargs = dict(_engine_defaults(), **engine_kwargs)
         self._context = None
         self._lock = threading.Lock()
         #: Counters useful to tests and benchmarks.
