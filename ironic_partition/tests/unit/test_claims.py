@@ -34,6 +34,7 @@ from ironic_partition.db import migration
 from ironic_partition.db import store
 from ironic_partition import exception
 from ironic_partition import identity
+from ironic_partition.membership import database
 from ironic_partition import partitioner
 from ironic_partition.tests import base
 from ironic_partition.tests.unit import test_partitioner
@@ -835,3 +836,33 @@ class TestGarbageCollection(ClaimsTestCase):
         self.assertIsNone(a.collect_garbage())
         self.clock.now += claims.GC_INTERVAL
         self.assertEqual(0, a.collect_garbage())
+
+
+class TestOneStore(base.TestCase):
+
+    def test_membership_and_claims_share_one_store(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.config(group='ironic_partition', host='cn1', state_path=tmp)
+        self.config(group='ironic', partition_key='rack1',
+                    peer_list=['cn1'])
+        backend = database.DatabaseMembership(self.conf, 'cn1', 'agent',
+                                              partition_key='rack1')
+        self.addCleanup(backend.stop, timeout=5)
+        p = partitioner.Partitioner(
+            self.conf, test_partitioner.FakeClient(_nodes(3)), backend)
+        self.assertIs(backend.store, p.store)
+        self.assertIs(backend.store, p.claims.store)
+        self.assertIs(backend.identity, p.identity)
+        self.assertIs(backend.identity, p.claims.identity)
+        backend.start()
+        p.start()
+        self.addCleanup(p.stop)
+        self.assertEqual(3, len(p.refresh().nodes))
+        (row,) = backend.store.services.services('agent', 60).services
+        self.assertEqual(p.identity.incarnation, row.incarnation)
+        self.assertEqual({p.identity.incarnation},
+                         {c.incarnation for c in
+                          backend.store.claims.read_claims('agent').claims})
+        self.config(group='ironic', partition_key='rack2')
+        self.assertTrue(p.reload_settings())
+        self.assertEqual('rack2', backend.partition_key)
