@@ -271,8 +271,8 @@ class TestFaults(MembershipTestBase):
             self.assertIn('someone:***@', str(exc))
 
     def test_schema_missing(self):
-        other = self.useFixture(base.DatabaseFixture(self.backend))
-        b = self.make_backend('a', url=other.url, start=False)
+        b = self.make_backend('a', url=self.other_database_url(),
+                              start=False)
         if self.backend == 'sqlite':
             # The embedded database upgrades itself.
             b.start()
