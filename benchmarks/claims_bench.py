@@ -59,6 +59,7 @@ from sqlalchemy.engine import url as sa_url
 from ironic_partition import claims
 from ironic_partition.db import api as db_api
 from ironic_partition.db import models
+from ironic_partition.db import store
 from ironic_partition import hash_ring
 from ironic_partition import rules
 from ironic_partition.testing import db as harness_db
@@ -79,7 +80,7 @@ class Service(object):
     def __init__(self, url, host, lease, margin):
         self.host = host
         self.db = db_api.Connection(url, max_retries=0)
-        self.manager = claims.ClaimManager(self.db, host, ROLE,
+        self.manager = claims.ClaimManager(store.Store(self.db), host, ROLE,
                                            lease_time=lease,
                                            fencing_margin=margin)
         self.reported = frozenset()
@@ -207,7 +208,7 @@ def bench(url, n_nodes, n_hosts, rounds, lease, margin):
         results.append(summarize('rejoin', samples, n_nodes, n_hosts))
         problems.extend(overlaps)
         owners = {c.node_id: c.owner for c in db_api.Connection(
-            url).read_claims(ROLE).claims if c.valid}
+            url).claims.read_claims(ROLE).claims if c.valid}
         expected = {n: h for h, share in wanted.items() for n in share}
         if owners != expected:
             problems.append('%d nodes not held by their ring owner'

@@ -159,8 +159,9 @@ def _service(index, args, url, conf, counters, start_at, stop_at):
                 break
             t0 = time.monotonic()
             try:
-                connection.heartbeat(backend.host, backend.role,
-                                     backend.partition_key, backend.version)
+                connection.services.heartbeat(
+                    backend.host, backend.role, backend.partition_key,
+                    backend.version)
             except Exception as exc:
                 with counters.lock:
                     counters.counts['errors'] += 1
@@ -225,7 +226,7 @@ def run(args, url):
         thread.start()
     for thread in threads:
         thread.join()
-    snapshot = setup.services('nova-compute', args.down_time)
+    snapshot = setup.services.services('nova-compute', args.down_time)
     setup.dispose()
     lat = counters.latencies
     result = {

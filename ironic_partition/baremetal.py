@@ -43,6 +43,7 @@ from openstack import utils as sdk_utils
 from oslo_log import log as logging
 import requests
 
+from ironic_partition import _urls
 from ironic_partition import exception
 
 LOG = logging.getLogger(__name__)
@@ -196,14 +197,6 @@ class Node(_Record):
 #: (API field, record attribute) for every field of a :class:`Node`.
 _API_FIELDS = tuple((api, _RENAMES.get(api, api))
                     for api in NODE_FIELDS + ('shard',))
-
-
-def _mask(url):
-    parts = urllib.parse.urlsplit(url or '')
-    if parts.password:
-        netloc = parts.netloc.replace(':%s@' % parts.password, ':***@')
-        return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-    return url
 
 
 class _Prefetcher(object):
@@ -370,7 +363,7 @@ class IronicClient(object):
                 GROUP]:
             override = self._conf[GROUP].endpoint_override
             if override:
-                return _mask(override)
+                return _urls.mask(override)
         return 'the baremetal endpoint of the service catalog'
 
     @property

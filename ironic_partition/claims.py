@@ -28,7 +28,8 @@ One claim round (:meth:`ClaimManager.round`, run by every refresh):
    previous refresh (a release is *deferred* by one refresh: a node leaves
    the reported set first, and its claim is given up only at the next
    round, once the consumer has adopted the smaller set);
-3. renew every valid claim it holds (one ``UPDATE``);
+3. renew every valid claim it holds (one ``UPDATE`` per chunk of
+   nodes);
 4. take the wanted nodes it does not hold, where unclaimed or expired by
    the database clock (compare-and-swap on the epoch);
 5. read back which claims it holds now (one ``SELECT``).
@@ -52,6 +53,7 @@ claimed: a node whose instance's owner is dead stays stranded.
 import collections
 import dataclasses
 import math
+import random
 import threading
 import time
 import types
@@ -63,10 +65,9 @@ import sqlalchemy.exc as sa_exc
 from ironic_partition._i18n import _
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
-from ironic_partition.db import api as db_api
-from ironic_partition.db import migration
+from ironic_partition.db import health
+from ironic_partition.db import store as store_mod
 from ironic_partition import exception
-from ironic_partition import identity as identity_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -78,8 +79,12 @@ MODE_OFF = 'off'
 #: The role claims are kept under when the membership backend has none.
 DEFAULT_ROLE = 'nova-compute'
 
-#: Log a still-failing claim round at ERROR level every this many failures.
-WARN_EVERY = 10
+#: Claim rows whose lease ran out more than this many seconds ago (and at
+#: least ten leases ago) are deleted (:meth:`ClaimManager.collect_garbage`).
+GC_AGE = 24 * 3600
+
+#: The lease timer deletes such rows at most once per this many seconds.
+GC_INTERVAL = 600.0
 
 #: What a claim round treats as "the database cannot be reached": a
 #: database error, or a membership error (schema, connection, identity).
@@ -200,77 +205,77 @@ def get_settings(conf, cadence=None):
                          float(renew))
 
 
-def wanted(conf, membership):
-    """Tell whether claims are on for this configuration and backend.
+def wanted(conf, store):
+    """Tell whether claims are on for this configuration and store.
 
     :param conf: a ``ConfigOpts`` with ``[ironic_partition]`` registered.
-    :param membership: the membership backend in use.
+    :param store: the membership backend's :class:`~ironic_partition.db.
+        store.Store`, or None when it keeps no database.
     :returns: True when claims are on: ``claims = database``, or
-        ``claims = auto`` with the ``database`` membership backend.
+        ``claims = auto`` with a membership backend that keeps a database
+        (the ``database`` backend).
     """
     mode = conf[partition_conf.GROUP].claims
     if mode == MODE_OFF:
         return False
     if mode == MODE_DATABASE:
         return True
-    return getattr(membership, 'name', None) == 'database'
+    return store is not None
 
 
-def from_conf(conf, membership, host, clock=time.monotonic, cadence=None):
+def from_conf(conf, host, store=None, role=None, takeover=False,
+              clock=time.monotonic, cadence=None):
     """Build the claim manager a configuration asks for.
 
-    With the ``database`` membership backend the claims use its
-    connection; otherwise (``claims = database`` with the ``nova`` or
-    ``static`` backend) a connection is made from
-    ``[ironic_partition_database]``.
+    The claims share the membership backend's store (connection and
+    identity) when it has one; otherwise (``claims = database`` with the
+    ``nova`` or ``static`` backend) a store is opened from
+    ``[ironic_partition_database]``, and the claims register and
+    heartbeat its identity themselves.
 
     :param conf: a ``ConfigOpts`` with ``[ironic_partition]`` registered.
-    :param membership: the membership backend in use.
     :param host: this service's host name.
+    :param store: the membership backend's :class:`~ironic_partition.db.
+        store.Store`, or None.
+    :param role: this service's role; :data:`DEFAULT_ROLE` when None.
+    :param takeover: with a store of their own, the claims replace a live
+        holder of the host name at start.
     :param clock: a monotonic clock.
     :param cadence: the consumer's :data:`Cadence` (see
         :func:`get_settings`).
     :returns: a :class:`ClaimManager`, or None when claims are off.
-    :raises ConfigurationError: for invalid claim options.
+    :raises ConfigurationError: for invalid claim options, or an SQLite
+        library too old for the claim statements.
     """
-    if not wanted(conf, membership):
+    if not wanted(conf, store):
         if conf[partition_conf.GROUP].claims == MODE_AUTO:
-            LOG.info('Ownership claims are off: membership backend %r '
-                     'has no shared database; set [ironic_partition] '
+            LOG.info('Ownership claims are off: the membership backend '
+                     'keeps no shared database; set [ironic_partition] '
                      'claims = database (with a shared '
                      '[ironic_partition_database] connection) to make '
-                     'rebalancing safe', getattr(membership, 'name', None))
+                     'rebalancing safe')
         return None
     settings = get_settings(conf, cadence)
-    identity = getattr(membership, 'identity', None)
-    owns_connection = identity is None
-    if identity is not None:
-        connection = identity.db
-    else:
-        if database_conf.GROUP not in conf:
-            database_conf.register_opts(conf)
-        connection = db_api.Connection.from_conf(conf)
-    role = getattr(membership, 'role', None) or DEFAULT_ROLE
-    if identity is None:
-        identity = identity_mod.Identity(
-            connection, host, role,
-            conf[partition_conf.GROUP].service_down_time,
-            takeover=getattr(membership, 'takeover', False))
-    return ClaimManager(connection, host, role,
+    role = role or DEFAULT_ROLE
+    owns_store = store is None
+    if owns_store:
+        store = store_mod.Store.from_conf(
+            conf, host, role, conf[partition_conf.GROUP].service_down_time,
+            takeover=takeover)
+    store.claims.check_supported()
+    return ClaimManager(store, host, role,
                         lease_time=settings.lease_time,
                         fencing_margin=settings.fencing_margin,
-                        clock=clock, owns_connection=owns_connection,
-                        identity=identity,
-                        renew_interval=settings.renew_interval,
-                        owns_identity=owns_connection)
+                        clock=clock, owns_store=owns_store,
+                        renew_interval=settings.renew_interval)
 
 
 def check_shared_database(conf, connection, host, allow_local):
     """Refuse, or warn about, a SQLite database shared by several hosts.
 
     :param conf: a ``ConfigOpts`` with ``[ironic]`` registered.
-    :param connection: the claims' :class:`~ironic_partition.db.api.
-        Connection`, on SQLite.
+    :param connection: the claims' :class:`~ironic_partition.db.store.
+        Store` (or its connection), on SQLite.
     :param host: this service's host name.
     :param allow_local: False raises instead of warning.
     :raises ConfigurationError: naming ``[ironic_partition_database]
@@ -347,7 +352,11 @@ class ClaimOutcome:
 class ClaimManager(object):
     """Holds this service's claims and decides what it may report.
 
-    :param connection: an :class:`ironic_partition.db.api.Connection`.
+    :param store: a :class:`~ironic_partition.db.store.Store`: the claims
+        database and this process's identity in it. With an identity,
+        claims are taken, renewed and released for its incarnation only,
+        and only while it holds the host name; without one (tests) the
+        host name alone is used.
     :param host: this service's host name (the claim owner).
     :param role: this service's role; claims of different roles are
         separate.
@@ -356,29 +365,28 @@ class ClaimManager(object):
     :param fencing_margin: seconds before the lease runs out (by the local
         monotonic clock) at which unrenewed claims stop being reported.
     :param clock: a monotonic clock.
-    :param owns_connection: whether :meth:`stop` disposes ``connection``.
-    :param identity: this process's :class:`~ironic_partition.identity.
-        Identity`: claims are taken, renewed and released for its
-        incarnation only, and only while it holds the host name. None
-        (tests) uses the host name alone.
+    :param owns_store: whether this manager registers the store's
+        identity at :meth:`start`, heartbeats it, gives it up and closes
+        the store at :meth:`stop` (no membership backend does it).
     :param renew_interval: seconds between the lease timer's renewals
         (:meth:`start`); a third of ``lease_time - fencing_margin`` by
         default.
-    :param owns_identity: whether :meth:`start` registers ``identity`` and
-        :meth:`stop` gives it up (no membership backend does it).
     """
 
-    def __init__(self, connection, host, role, lease_time, fencing_margin,
-                 clock=time.monotonic, owns_connection=False, identity=None,
-                 renew_interval=None, owns_identity=False):
+    def __init__(self, store, host, role, lease_time, fencing_margin,
+                 clock=time.monotonic, owns_store=False,
+                 renew_interval=None):
         if fencing_margin >= lease_time:
             raise _config_error(
                 'fencing_margin', fencing_margin,
                 _('it must be smaller than [ironic_partition] lease_time '
                   '(%s)') % lease_time)
-        self.db = connection
-        self.identity = identity
-        self._owns_identity = owns_identity
+        #: The :class:`~ironic_partition.db.store.Store`.
+        self.store = store
+        #: This process's :class:`~ironic_partition.identity.Identity`, or
+        #: None.
+        self.identity = store.identity
+        self._owns_identity = owns_store
         self.renew_interval = (
             renew_interval if renew_interval is not None else
             max(MIN_RENEW_INTERVAL, (lease_time - fencing_margin) / 3.0))
@@ -390,7 +398,7 @@ class ClaimManager(object):
         self.lease_time = float(lease_time)
         self.fencing_margin = float(fencing_margin)
         self._clock = clock
-        self._owns_connection = owns_connection
+        self._owns_store = owns_store
         self._lock = threading.Lock()
         self._schema_checked = False
         self._held = frozenset()
@@ -399,9 +407,8 @@ class ClaimManager(object):
         self._last_desired = frozenset()
         self._last_reported = frozenset()
         self._was_fenced = False
-        self._failures = 0
-        self._last_error = None
-        self._last_ok = None
+        self._health = health.Health(clock)
+        self._next_gc = None
         self._last_seconds = None
         self._last_statements = None
         self._adopted = False
@@ -449,7 +456,7 @@ class ClaimManager(object):
                 raise
             except DATABASE_ERRORS as exc:
                 raise exception.DatabaseConnectionFailed(
-                    connection=self.db.masked_connection,
+                    connection=self.store.masked_connection,
                     reason='%s: %s' % (type(exc).__name__, exc))
         self._adopt()
         if self._timer is None or not self._timer.is_alive():
@@ -463,9 +470,9 @@ class ClaimManager(object):
         if self._adopted or self.identity is None:
             return
         try:
-            adopted = self.db.adopt_claims(self.role, self.host,
-                                           self.identity.incarnation,
-                                           self.identity.adoptable)
+            adopted = self.store.claims.adopt_claims(
+                self.role, self.host, self.identity.incarnation,
+                self.identity.adoptable)
         except DATABASE_ERRORS as exc:
             LOG.warning('Could not adopt the claims a previous process of '
                         '%(host)s left; the next rounds retry: %(err)s',
@@ -497,6 +504,7 @@ class ClaimManager(object):
                     self.keepalive()
                 if self.fenced() and not was_fenced:
                     self._notify_fenced()
+                self.collect_garbage()
             except BaseException:
                 # NOTE(ironic-partition): keepalive() catches database
                 # errors; this only guards against bugs, so that the timer
@@ -519,6 +527,46 @@ class ClaimManager(object):
         except DATABASE_ERRORS as exc:
             LOG.debug('Identity heartbeat of %(host)s failed: %(err)s',
                       {'host': self.host, 'err': exc})
+
+    @property
+    def gc_age(self):
+        """Seconds after its lease ran out that a claim row is deleted.
+
+        :data:`GC_AGE`, and at least ten leases: far longer than any
+        process may act on a claim, so that no one still holds the epoch
+        of a deleted row.
+        """
+        return max(GC_AGE, 10 * self.lease_time)
+
+    def collect_garbage(self, now=None):
+        """Delete long-unheld claim rows, at most every :data:`GC_INTERVAL`.
+
+        Claim rows stay after a release, to keep their epoch; a fleet that
+        loses nodes would keep their rows forever. The lease timer calls
+        this; it deletes, in chunks, the rows of this service's role whose
+        lease ran out more than :attr:`gc_age` seconds ago. The first
+        collection waits a random part of the interval, so that services
+        started together do not all collect at once. Never raises.
+
+        :param now: the monotonic time, ``clock()`` by default.
+        :returns: the number of rows deleted, or None when it was not time
+            yet or the database failed.
+        """
+        now = self._clock() if now is None else now
+        with self._lock:
+            if self._next_gc is None:
+                self._next_gc = now + GC_INTERVAL * random.uniform(0.1, 1.0)
+            if now < self._next_gc:
+                return None
+            self._next_gc = now + GC_INTERVAL
+        try:
+            return self.store.claims.collect_garbage(self.role, self.gc_age)
+        except DATABASE_ERRORS as exc:
+            LOG.warning('Could not delete the old claim rows in %(conn)s; '
+                        'retrying in %(interval)d s: %(err)s',
+                        {'conn': self.store.masked_connection,
+                         'interval': GC_INTERVAL, 'err': exc})
+            return None
 
     def _notify_fenced(self):
         for listener in list(self._fence_listeners):
@@ -575,18 +623,17 @@ class ClaimManager(object):
                 'enabled': True,
                 'host': self.host,
                 'role': self.role,
-                'connection': self.db.masked_connection,
+                'connection': self.store.masked_connection,
                 'lease_time': self.lease_time,
                 'fencing_margin': self.fencing_margin,
                 'held': len(self._held),
                 'fenced': until is None or now >= until,
                 'valid_for': (None if until is None
                               else round(max(0.0, until - now), 3)),
-                'consecutive_failures': self._failures,
-                'last_error': self._last_error,
-                'seconds_since_last_round': (
-                    None if self._last_ok is None
-                    else round(now - self._last_ok, 3)),
+                'consecutive_failures': self._health.failures,
+                'last_error': self._health.last_error,
+                'seconds_since_last_round': self._health.seconds_since_ok(
+                    now),
                 'last_round_seconds': self._last_seconds,
                 'last_round_statements': self._last_statements,
             }
@@ -596,19 +643,7 @@ class ClaimManager(object):
     def _ensure_schema(self):
         if self._schema_checked:
             return
-        head = migration.head_revision()
-        current = self.db.schema_revision()
-        if current != head:
-            if (current is not None
-                    and current not in migration.known_revisions()):
-                raise exception.DatabaseTooNew(
-                    connection=self.db.masked_connection, current=current,
-                    expected=head)
-            if self.db.dialect != 'sqlite':
-                raise exception.DatabaseNotMigrated(
-                    connection=self.db.masked_connection,
-                    current=current or _('(none)'), expected=head)
-            self.db.upgrade()
+        self.store.ensure_schema()
         self._schema_checked = True
 
     def round(self, ring_nodes, instance_nodes=(), partition_key=None,
@@ -631,7 +666,7 @@ class ClaimManager(object):
         instance_nodes = frozenset(instance_nodes)
         desired = ring_nodes | instance_nodes
         start = self._clock()
-        statements = self.db.stats['claim_statements']
+        statements = self.store.stats['claim_statements']
         released = frozenset()
         claimed = frozenset()
         error = None
@@ -639,8 +674,8 @@ class ClaimManager(object):
         try:
             self._ensure_schema()
             self._adopt()
-            owned = self.db.owned_claims(self.role, self.host,
-                                         incarnation=inc)
+            owned = self.store.claims.owned_claims(
+                self.role, self.host, incarnation=inc)
             with self._lock:
                 keep = self._last_reported
             to_release = frozenset(owned) - desired - keep
@@ -650,20 +685,21 @@ class ClaimManager(object):
                 # release fails half-way.
                 with self._lock:
                     self._held = self._held - to_release
-                self.db.release_claims(self.role, self.host, to_release,
-                                       incarnation=inc)
+                self.store.claims.release_claims(
+                    self.role, self.host, to_release, incarnation=inc)
                 released = to_release
-            self.db.renew_claims(self.role, self.host, self.lease_time,
-                                 incarnation=inc)
             valid = frozenset(n for n, c in owned.items() if c.valid)
+            self.store.claims.renew_claims(
+                self.role, self.host, self.lease_time, incarnation=inc,
+                node_ids=valid - released)
             to_claim = desired - valid
             if to_claim:
                 extra = {'shard': shard} if shard is not None else {}
-                self.db.acquire_claims(self.role, self.host, to_claim,
-                                       self.lease_time, partition_key,
-                                       incarnation=inc, **extra)
-            held = self.db.held_claims(self.role, self.host,
-                                       incarnation=inc)
+                self.store.claims.acquire_claims(
+                    self.role, self.host, to_claim, self.lease_time,
+                    partition_key, incarnation=inc, **extra)
+            held = self.store.claims.held_claims(
+                self.role, self.host, incarnation=inc)
         except DATABASE_ERRORS as exc:
             self._identity_lost(exc)
             error = '%s: %s' % (type(exc).__name__, exc)
@@ -681,13 +717,9 @@ class ClaimManager(object):
                 self._epochs = types.MappingProxyType(dict(held))
                 self._valid_until = (start + self.lease_time
                                      - self.fencing_margin)
-                failures, self._failures = self._failures, 0
-                self._last_error = None
-                self._last_ok = start
+                failures = self._health.succeeded(start)
             else:
-                self._failures += 1
-                failures = self._failures
-                self._last_error = error
+                failures = self._health.failed(error)
             now = self._clock()
             until = self._valid_until
             expired = until is None or now >= until
@@ -716,7 +748,7 @@ class ClaimManager(object):
             was_fenced, self._was_fenced = self._was_fenced, now_fenced
             seconds = self._clock() - start
             self._last_seconds = round(seconds, 6)
-            self._last_statements = (self.db.stats['claim_statements']
+            self._last_statements = (self.store.stats['claim_statements']
                                      - statements)
             outcome = ClaimOutcome(
                 reported=reported, ring_reported=ring_reported, held=mine,
@@ -730,7 +762,7 @@ class ClaimManager(object):
 
     def _log(self, outcome, failures, was_fenced, now_fenced, now):
         if not outcome.ok:
-            if failures == 1 or failures % WARN_EVERY == 0:
+            if self._health.worth_logging(failures):
                 if outcome.valid_until is not None:
                     state = (_('still reporting %(n)d claimed nodes for '
                                '%(left).1f s') %
@@ -743,7 +775,7 @@ class ClaimManager(object):
                 LOG.error('Claim round of %(host)s in %(conn)s failed '
                           '(%(n)d in a row); %(state)s: %(err)s',
                           {'host': self.host,
-                           'conn': self.db.masked_connection,
+                           'conn': self.store.masked_connection,
                            'n': failures, 'state': state,
                            'err': outcome.error})
         elif failures:
@@ -774,21 +806,18 @@ class ClaimManager(object):
         inc = self.incarnation
         try:
             self._ensure_schema()
-            self.db.renew_claims(self.role, self.host, self.lease_time,
-                                 incarnation=inc)
-            held = self.db.held_claims(self.role, self.host,
-                                       incarnation=inc)
+            self.store.claims.renew_claims(
+                self.role, self.host, self.lease_time, incarnation=inc)
+            held = self.store.claims.held_claims(
+                self.role, self.host, incarnation=inc)
         except DATABASE_ERRORS as exc:
             self._identity_lost(exc)
-            with self._lock:
-                self._failures += 1
-                failures = self._failures
-                self._last_error = '%s: %s' % (type(exc).__name__, exc)
-            if failures == 1 or failures % WARN_EVERY == 0:
+            failures = self._health.failed(exc)
+            if self._health.worth_logging(failures):
                 LOG.warning('Renewing the claims of %(host)s in %(conn)s '
                             'failed (%(n)d in a row): %(err)s',
                             {'host': self.host,
-                             'conn': self.db.masked_connection,
+                             'conn': self.store.masked_connection,
                              'n': failures, 'err': exc})
             return False
         with self._lock:
@@ -800,9 +829,7 @@ class ClaimManager(object):
             self._epochs = types.MappingProxyType(
                 {n: held[n] for n in mine})
             self._valid_until = start + self.lease_time - self.fencing_margin
-            self._failures = 0
-            self._last_error = None
-            self._last_ok = start
+        self._health.succeeded(start)
         return True
 
     def _identity_lost(self, exc):
@@ -830,15 +857,15 @@ class ClaimManager(object):
                 return 0
         inc = self.incarnation
         try:
-            owned = self.db.owned_claims(self.role, self.host,
-                                         incarnation=inc)
+            owned = self.store.claims.owned_claims(
+                self.role, self.host, incarnation=inc)
             to_release = frozenset(owned) - keep
             if not to_release:
                 return 0
             with self._lock:
                 self._held = self._held - to_release
-            return self.db.release_claims(self.role, self.host, to_release,
-                                          incarnation=inc)
+            return self.store.claims.release_claims(
+                self.role, self.host, to_release, incarnation=inc)
         except DATABASE_ERRORS as exc:
             LOG.warning('Could not release the unreported claims of '
                         '%(host)s: %(err)s', {'host': self.host, 'err': exc})
@@ -850,13 +877,13 @@ class ClaimManager(object):
             # the incarnation that took it over, or expire.
             return 0
         try:
-            released = self.db.release_claims(self.role, self.host,
-                                              incarnation=self.incarnation)
+            released = self.store.claims.release_claims(
+                self.role, self.host, incarnation=self.incarnation)
         except Exception as exc:
             LOG.warning('Could not release the claims of %(host)s in '
                         '%(conn)s; they expire after %(lease)s s: %(err)s',
                         {'host': self.host,
-                         'conn': self.db.masked_connection,
+                         'conn': self.store.masked_connection,
                          'lease': self.lease_time, 'err': exc})
             return 0
         LOG.info('Released %(n)d claims of %(host)s',
@@ -894,9 +921,9 @@ class ClaimManager(object):
                      {'host': self.host, 'lease': self.lease_time})
         if self._owns_identity and self.identity is not None:
             self.identity.release(leave=release)
-        if self._owns_connection:
+        if self._owns_store:
             try:
-                self.db.dispose()
+                self.store.dispose()
             except Exception:
                 LOG.debug('Ignoring an error while closing the claims '
                           'database connections', exc_info=True)

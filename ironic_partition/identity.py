@@ -188,7 +188,7 @@ class Identity(object):
         """
         if self.registered:
             return
-        result = self.db.register_service(
+        result = self.db.services.register_service(
             self.host, self.role, self.incarnation,
             origin=origin(), liveness_token=liveness_token(),
             partition_key=partition_key, shard=shard, version=version,
@@ -216,10 +216,11 @@ class Identity(object):
         :returns: None
         """
         self.check()
-        if not self.db.beat(self.host, self.role, self.incarnation,
-                            partition_key=partition_key, version=version,
-                            shard=shard):
-            self.mark_lost(self.db.describe_holder(self.host, self.role))
+        if not self.db.services.beat(
+                self.host, self.role, self.incarnation,
+                partition_key=partition_key, version=version, shard=shard):
+            self.mark_lost(self.db.services.describe_holder(self.host,
+                                                            self.role))
             self.check()
 
     def mark_lost(self, reason):
@@ -247,8 +248,8 @@ class Identity(object):
         if not self.registered or self._lost is not None:
             return
         try:
-            self.db.release_service(self.host, self.role, self.incarnation,
-                                    down=leave)
+            self.db.services.release_service(
+                self.host, self.role, self.incarnation, down=leave)
             self.registered = False
         except Exception as exc:
             LOG.warning('Could not give up host %(host)s (%(role)s) in '

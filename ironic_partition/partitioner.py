@@ -216,18 +216,26 @@ class Partitioner(object):
         self._clock = clock
         self._lock = threading.Lock()
         self._settings = ip_conf.validate(conf)
+        # NOTE(ironic-partition): backends that do not derive from
+        # MembershipBackend (test fakes, third parties) keep no store.
+        store = getattr(membership, 'store', None)
         if claims is None:
-            claims = claims_mod.from_conf(conf, membership,
-                                          self._settings.host, clock=clock,
-                                          cadence=cadence)
+            claims = claims_mod.from_conf(
+                conf, self._settings.host, store=store,
+                role=getattr(membership, 'role', None),
+                takeover=getattr(membership, 'takeover', False),
+                clock=clock, cadence=cadence)
         #: The :class:`~ironic_partition.claims.ClaimManager`, or None
         #: when claims are off.
         self.claims = claims or None
+        #: The :class:`~ironic_partition.db.store.Store` shared by the
+        #: membership backend and the claims, or None when nothing shared
+        #: is kept (claims off and a membership backend without a
+        #: database).
+        self.store = store or getattr(self.claims, 'store', None)
         #: This process's :class:`~ironic_partition.identity.Identity`,
-        #: or None when nothing shared keeps one (claims off and a
-        #: membership backend without a database).
-        self.identity = (getattr(membership, 'identity', None)
-                         or getattr(self.claims, 'identity', None))
+        #: or None.
+        self.identity = getattr(self.store, 'identity', None)
         self._allow_local_database = allow_local_database
         if not allow_local_database:
             self._check_shared_store()
@@ -235,7 +243,7 @@ class Partitioner(object):
         group = conf.ironic_partition
         self.rings = ring_base.from_conf(
             conf, lambda key: self._live,
-            claims=claims_mod.wanted(conf, membership))
+            claims=claims_mod.wanted(conf, membership.store))
         #: The nodes of the partition, kept current by the change feed.
         self.index = node_index.NodeIndex(
             client, group.full_resync_interval, group.change_feed_overlap,
@@ -272,7 +280,7 @@ class Partitioner(object):
         # NOTE(ironic-partition): refused at once where it is not allowed
         # (nova-compute), only warned about by a service that starts (not
         # by a read-only CLI run).
-        store = getattr(self.identity, 'db', None)
+        store = self.store
         if store is not None and store.dialect == 'sqlite':
             claims_mod.check_shared_database(
                 self.conf, store, self._settings.host,
@@ -336,7 +344,7 @@ class Partitioner(object):
             self.rings.reset()
             self.client.reset()
             self.index.invalidate()
-            self.membership.partition_key = new.partition_key
+            self.membership.set_partition_key(new.partition_key)
             self._announce = True
         LOG.info('Partition settings changed: partition_key %(ok)r -> '
                  '%(nk)r, peer_list [%(op)s] -> [%(np)s]; the next refresh '

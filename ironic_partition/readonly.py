@@ -29,7 +29,6 @@ from sqlalchemy.engine import url as sa_url
 
 from ironic_partition._i18n import _
 from ironic_partition import conf as ip_conf
-from ironic_partition.db import migration
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
 
@@ -68,21 +67,13 @@ def check_database(db):
                      'it when they start)') % path)
     try:
         db.check()
-        current = db.schema_revision()
+        return db.ensure_schema(upgrade=False)
+    except exception.MembershipError:
+        raise
     except Exception as e:
         raise exception.DatabaseConnectionFailed(
             connection=db.masked_connection,
             reason='%s: %s' % (type(e).__name__, ' '.join(str(e).split())))
-    head = migration.head_revision()
-    if current == head:
-        return current
-    if current is not None and current not in migration.known_revisions():
-        raise exception.DatabaseTooNew(
-            connection=db.masked_connection, current=current,
-            expected=head)
-    raise exception.DatabaseNotMigrated(
-        connection=db.masked_connection,
-        current=current or _('(none)'), expected=head)
 
 
 def open_membership(conf, settings, role):
@@ -109,9 +100,9 @@ def open_membership(conf, settings, role):
     backend = membership_base.get_backend(
         name, conf, settings.host, role,
         partition_key=settings.partition_key, **extra)
-    db = getattr(backend, 'db', None)
-    if db is not None:
-        check_database(db)
+    store = getattr(backend, 'store', None)
+    if store is not None:
+        check_database(store.db)
     else:
         backend.start()
     return backend
@@ -125,10 +116,10 @@ def close_membership(backend):
     """
     if backend is None:
         return
-    db = getattr(backend, 'db', None)
+    store = getattr(backend, 'store', None)
     try:
-        if db is not None:
-            db.dispose()
+        if store is not None:
+            store.dispose()
         else:
             backend.stop()
     except Exception:

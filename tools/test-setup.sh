@@ -7,10 +7,13 @@
 #
 # * PostgreSQL on 127.0.0.1:5432, user postgres without a password;
 # * MariaDB on 127.0.0.1:3306, user root without a password;
+# * on both, the user openstack_citest (password openstack_citest) that
+#   oslo.db's opportunistic test fixtures use;
 # * RabbitMQ on 127.0.0.1:5672, user guest/guest, with rabbitmqctl (the
 #   nova lane creates and deletes a virtual host per run).
 #
-# Where a server already answers, nothing is changed. Where it does not, it
+# Where a server already answers, it is left running as it is (only the
+# test user is added). Where it does not, it
 # is installed from Debian packages (root needed) and started, so that the
 # tests never skip silently for want of a server.
 set -euo pipefail
@@ -94,6 +97,40 @@ if ! command -v rabbitmqctl >/dev/null; then
     exit 1
 fi
 
+# The opportunistic database tests (oslo.db's test_fixtures) log in as the
+# conventional user openstack_citest, password openstack_citest, and
+# create their databases with it. Create it where it is missing; an
+# existing one is only given the rights it needs.
+CITEST=openstack_citest
+if ! command -v psql >/dev/null; then
+    need_root "psql (PostgreSQL client)"
+    apt_install postgresql-client
+fi
+psql -h 127.0.0.1 -U postgres -d postgres -q -v ON_ERROR_STOP=1 <<SQL
+DO \$\$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$CITEST') THEN
+        CREATE ROLE $CITEST LOGIN PASSWORD '$CITEST';
+    END IF;
+END
+\$\$;
+ALTER ROLE $CITEST WITH LOGIN SUPERUSER PASSWORD '$CITEST';
+SQL
+mysql_client=$(command -v mariadb || command -v mysql || true)
+if [ -z "$mysql_client" ]; then
+    need_root "mariadb (MariaDB client)"
+    apt_install mariadb-client
+    mysql_client=$(command -v mariadb || command -v mysql)
+fi
+for citest_host in "%" localhost; do
+    "$mysql_client" -h 127.0.0.1 -uroot -e "
+        CREATE USER IF NOT EXISTS '$CITEST'@'$citest_host'
+            IDENTIFIED BY '$CITEST';
+        GRANT ALL PRIVILEGES ON *.* TO '$CITEST'@'$citest_host'
+            WITH GRANT OPTION;"
+done
+"$mysql_client" -h 127.0.0.1 -uroot -e "FLUSH PRIVILEGES;"
+
 # libfaketime, for the fault tests' agents whose wall clock is off
 # (ironic_partition/tests/functional/agents.py looks for it here).
 if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
@@ -101,5 +138,6 @@ if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
     apt_install faketime
 fi
 
-echo "PostgreSQL 127.0.0.1:5432, MariaDB 127.0.0.1:3306 and RabbitMQ" \
-    "127.0.0.1:5672 are up; libfaketime is installed."
+echo "PostgreSQL 127.0.0.1:5432, MariaDB 127.0.0.1:3306 (both with the" \
+    "user $CITEST) and RabbitMQ 127.0.0.1:5672 are up; libfaketime is" \
+    "installed."

@@ -176,7 +176,7 @@ def _check_database(conf, settings, role, report):
         return None
     try:
         membership = readonly.read_members(backend, settings)
-        db = getattr(getattr(backend, 'identity', None), 'db', None)
+        db = getattr(getattr(backend, 'store', None), 'db', None)
         if db is not None:
             report.ok('database')
             _check_duplicates(db, role, report)
@@ -197,9 +197,9 @@ def _check_duplicates(db, role, report):
     never renewed and expire within the lease.
     """
     holders = {s.host: s.incarnation
-               for s in db.services(role, 0).services}
+               for s in db.services.services(role, 0).services}
     stray = {}
-    for claim in db.read_claims(role).claims:
+    for claim in db.claims.read_claims(role).claims:
         if (claim.valid and claim.incarnation is not None
                 and claim.owner is not None
                 and holders.get(claim.owner) != claim.incarnation):

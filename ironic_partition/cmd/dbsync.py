@@ -29,6 +29,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
+from ironic_partition import _urls
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import api as db_api
@@ -116,7 +117,7 @@ def main(argv=None, conf=None, out=None):
         sys.stderr.write(_('ironic-partition-dbsync %(cmd)s failed for '
                            '%(conn)s: %(err)s\n') % {
                                'cmd': conf.command.name,
-                               'conn': db_api.mask_url(
+                               'conn': _urls.mask(
                                    conf.ironic_partition_database.connection),
                                'err': exc})
         return 1

@@ -69,7 +69,7 @@ def compute_ring(conf, role, instance_hosts=None, progress=None):
             nodes = client.list_nodes(conductor_group=key,
                                       shard=settings.shard)
         membership = readonly.read_members(backend, settings)
-        claims = claims_mod.wanted(conf, backend)
+        claims = claims_mod.wanted(conf, backend.store)
     finally:
         readonly.close_membership(backend)
     provider = ring_base.from_conf(conf, lambda key: membership.live,

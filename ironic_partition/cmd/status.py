@@ -94,7 +94,7 @@ def read_services(membership, role):
         (None once the process gave the name up), ``started_at``,
         ``origin`` and ``partition_key``; empty without a database.
     """
-    db = getattr(getattr(membership, 'identity', None), 'db', None)
+    db = getattr(getattr(membership, 'store', None), 'db', None)
     if db is None:
         return []
     down_time = membership.conf.ironic_partition.service_down_time
@@ -103,7 +103,7 @@ def read_services(membership, role):
              'started_at': (s.started_at.isoformat()
                             if s.started_at is not None else None),
              'origin': s.origin, 'partition_key': s.partition_key}
-            for s in db.services(role, down_time).services]
+            for s in db.services.services(role, down_time).services]
 
 
 def read_claims(conf, membership, role, settings):
@@ -123,14 +123,14 @@ def read_claims(conf, membership, role, settings):
         lease ran out, free to take).
     """
     mode = conf.ironic_partition.claims
-    db = getattr(membership, 'db', None)
+    db = getattr(getattr(membership, 'store', None), 'db', None)
     if mode == 'off' or (mode == 'auto' and db is None):
         return {'enabled': False}
     own_db = db is None
     if own_db:
         db = db_api.Connection.from_conf(conf)
     try:
-        snapshot = db.read_claims(role)
+        snapshot = db.claims.read_claims(role)
     finally:
         if own_db:
             db.dispose()

@@ -46,14 +46,14 @@ def run(conf):
     db = db_api.Connection.from_conf(conf)
     readonly.check_database(db)
     fence = uuidutils.generate_uuid()
-    result = db.register_service(
+    result = db.services.register_service(
         host, args.role, fence, origin='ironic-partition takeover (%s)'
         % identity.origin(), liveness_token=None,
         service_down_time=conf.ironic_partition.service_down_time,
         takeover=True)
     # NOTE(ironic-partition): give the name up at once, keeping the row
     # alive: peers keep HOST in the ring until the next process takes it.
-    db.release_service(host, args.role, fence, down=False)
+    db.services.release_service(host, args.role, fence, down=False)
     old = result.replaced
     _output.write_lines([
         _('Took host %(host)s (%(role)s) away from incarnation %(inc)s on '

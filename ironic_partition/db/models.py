@@ -233,9 +233,12 @@ class Service(Base):
 class Claim(Base):
     """A service's claim on one node: a lease with a fencing epoch.
 
-    One row per ``(role, node_id)``; rows are never deleted by a release
+    One row per ``(role, node_id)``; rows are not deleted by a release
     (``owner`` becomes NULL), so ``epoch`` only ever grows for a node and
-    can serve as a fencing token. ``epoch`` is incremented whenever a
+    can serve as a fencing token. A row is deleted only a day (and ten
+    leases) after its lease ran out, when no process can still act on its
+    epoch (see :meth:`ironic_partition.claims.ClaimManager.
+    collect_garbage`). ``epoch`` is incremented whenever a
     service takes the claim. ``expires_at``, ``claimed_at`` and
     ``updated_at`` are written by the database server's clock; a claim is
     valid while ``owner`` is set and ``expires_at`` is in the future by

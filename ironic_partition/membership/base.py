@@ -201,9 +201,10 @@ class MembershipBackend(metaclass=abc.ABCMeta):
     #: The entry-point name of the backend.
     name = None
 
-    #: The :class:`~ironic_partition.identity.Identity` of this process
-    #: when the backend keeps one (the ``database`` backend), else None.
-    identity = None
+    #: The :class:`~ironic_partition.db.store.Store` the backend keeps its
+    #: state in (the ``database`` backend), with this process's identity,
+    #: else None. The claims share it.
+    store = None
 
     def __init__(self, conf, host, role, partition_key=None, version=None,
                  takeover=False, shard=None):
@@ -219,6 +220,18 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         #: (``serve --takeover``), where the backend knows identities.
         self.takeover = takeover
         self.shard = shard.lower() if shard is not None else None
+
+    def set_partition_key(self, partition_key):
+        """Change this service's partition key (SIGHUP).
+
+        Backends that record the key (the ``database`` backend's
+        heartbeats) record the new one from their next heartbeat on.
+
+        :param partition_key: the new partition key, or None when unset.
+        :returns: None
+        """
+        self.partition_key = (partition_key.lower()
+                              if partition_key is not None else None)
 
     @abc.abstractmethod
     def start(self):

@@ -36,25 +36,19 @@ Faults:
 
 import random
 import threading
-import time
 
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
-from ironic_partition.conf import database as database_conf
-from ironic_partition.db import api as db_api
-from ironic_partition.db import migration
+from ironic_partition.db import health
+from ironic_partition.db import store as store_mod
 from ironic_partition import exception
-from ironic_partition import identity as identity_mod
 from ironic_partition.membership import base
 
 LOG = logging.getLogger(__name__)
 
 #: The first retry delay, in seconds, after a failed heartbeat.
 INITIAL_BACKOFF = 1.0
-
-#: Log a still-failing heartbeat at WARNING level every this many failures.
-WARN_EVERY = 10
 
 
 class DatabaseMembership(base.MembershipBackend):
@@ -71,40 +65,46 @@ class DatabaseMembership(base.MembershipBackend):
     :param takeover: at start, replace a live process holding this host
         name instead of refusing to start.
     :param shard: this service's Ironic shard, or None; stored in its row.
+    :param store: the :class:`~ironic_partition.db.store.Store` to use,
+        with this process's identity; by default one is opened from
+        ``connection`` or ``[ironic_partition_database]``. This backend
+        registers and heartbeats the store's identity.
     """
 
     name = 'database'
 
     def __init__(self, conf, host, role, partition_key=None, version=None,
-                 connection=None, takeover=False, shard=None):
+                 connection=None, takeover=False, shard=None, store=None):
         super().__init__(conf, host, role, partition_key=partition_key,
                          version=version, takeover=takeover, shard=shard)
-        if connection is None:
-            if database_conf.GROUP not in conf:
-                database_conf.register_opts(conf)
-            connection = db_api.Connection.from_conf(conf)
-        self.db = connection
+        service_down_time = conf.ironic_partition.service_down_time
+        if store is None:
+            store = store_mod.Store.from_conf(
+                conf, self.host, role, service_down_time, takeover=takeover,
+                connection=connection)
+        #: The :class:`~ironic_partition.db.store.Store`, shared with the
+        #: claims.
+        self.store = store
         self.heartbeat_interval = conf.ironic_partition.heartbeat_interval
-        self.service_down_time = conf.ironic_partition.service_down_time
+        self.service_down_time = service_down_time
         if self.heartbeat_interval >= self.service_down_time:
             LOG.warning('[ironic_partition] heartbeat_interval (%(hb)s) is '
                         'not smaller than service_down_time (%(down)s): '
                         'live services will look dead between heartbeats',
                         {'hb': self.heartbeat_interval,
                          'down': self.service_down_time})
-        #: This process's hold on its host name.
-        self.identity = identity_mod.Identity(
-            self.db, self.host, role, self.service_down_time,
-            takeover=takeover)
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
         self._thread = None
         self._snapshot = None
         self._members_stale = False
-        self._failures = 0
-        self._last_error = None
-        self._last_ok = None
+        self._health = health.Health()
         self._revision = None
+
+    @property
+    def identity(self):
+        """This process's :class:`~ironic_partition.identity.Identity`."""
+        return self.store.identity
 
     def _shard_kwargs(self):
         # NOTE(ironic-partition): shard (issue 15): only when set.
@@ -114,27 +114,8 @@ class DatabaseMembership(base.MembershipBackend):
 
     def _connection_failed(self, exc):
         return exception.DatabaseConnectionFailed(
-            connection=self.db.masked_connection,
+            connection=self.store.masked_connection,
             reason='%s: %s' % (type(exc).__name__, exc))
-
-    def _ensure_schema(self):
-        head = migration.head_revision()
-        current = self.db.schema_revision()
-        if current == head:
-            return current
-        if current is not None and current not in migration.known_revisions():
-            raise exception.DatabaseTooNew(
-                connection=self.db.masked_connection, current=current,
-                expected=head)
-        if self.db.dialect == 'sqlite':
-            LOG.info('Upgrading the embedded SQLite membership database '
-                     '%(conn)s from schema %(cur)s to %(head)s',
-                     {'conn': self.db.masked_connection, 'cur': current,
-                      'head': head})
-            return self.db.upgrade()
-        raise exception.DatabaseNotMigrated(
-            connection=self.db.masked_connection,
-            current=current or _('(none)'), expected=head)
 
     def start(self):
         """Check the database, take the host name, start heartbeating.
@@ -149,23 +130,20 @@ class DatabaseMembership(base.MembershipBackend):
         if self._thread is not None and self._thread.is_alive():
             return
         try:
-            self.db.check()
-            self._revision = self._ensure_schema()
+            self.store.db.check()
+            self._revision = self.store.ensure_schema()
             self.identity.register(self.partition_key, self.version,
                                    **self._shard_kwargs())
         except exception.MembershipError:
             raise
         except Exception as exc:
             raise self._connection_failed(exc)
-        with self._lock:
-            self._last_ok = time.monotonic()
-            self._failures = 0
-            self._last_error = None
+        self._health.succeeded()
         LOG.info('Joined the membership database %(conn)s as %(host)s '
                  '(%(role)s, partition key %(key)r, shard %(shard)r); '
                  'heartbeat every '
                  '%(hb)ss, dead after %(down)ss',
-                 {'conn': self.db.masked_connection, 'host': self.host,
+                 {'conn': self.store.masked_connection, 'host': self.host,
                   'role': self.role, 'key': self.partition_key,
                   'shard': self.shard, 'hb': self.heartbeat_interval,
                   'down': self.service_down_time})
@@ -203,7 +181,7 @@ class DatabaseMembership(base.MembershipBackend):
             LOG.info('Left the membership database as %(host)s (%(role)s)',
                      {'host': self.host, 'role': self.role})
         try:
-            self.db.dispose()
+            self.store.dispose()
         except Exception:
             LOG.debug('Ignoring an error while closing the membership '
                       'database connections', exc_info=True)
@@ -211,8 +189,7 @@ class DatabaseMembership(base.MembershipBackend):
     # Heartbeats.
 
     def _next_delay(self):
-        with self._lock:
-            failures = self._failures
+        failures = self._health.failures
         if not failures:
             return self.heartbeat_interval
         backoff = min(INITIAL_BACKOFF * 2 ** (failures - 1),
@@ -248,26 +225,20 @@ class DatabaseMembership(base.MembershipBackend):
             self._stop_event.set()
             return False
         except Exception as exc:
-            with self._lock:
-                self._failures += 1
-                failures = self._failures
-                self._last_error = '%s: %s' % (type(exc).__name__, exc)
-            if failures == 1 or failures % WARN_EVERY == 0:
+            failures = self._health.failed(exc)
+            if self._health.worth_logging(failures):
                 LOG.error('Heartbeat of %(host)s (%(role)s) to the '
                           'membership database %(conn)s failed '
                           '(%(n)d in a row); retrying with back-off and '
                           'using the last known membership: %(err)s',
                           {'host': self.host, 'role': self.role,
-                           'conn': self.db.masked_connection,
+                           'conn': self.store.masked_connection,
                            'n': failures, 'err': exc})
             else:
                 LOG.debug('Heartbeat failed again (%(n)d): %(err)s',
                           {'n': failures, 'err': exc})
             return False
-        with self._lock:
-            failures, self._failures = self._failures, 0
-            self._last_error = None
-            self._last_ok = time.monotonic()
+        failures = self._health.succeeded()
         if failures:
             LOG.info('Heartbeat of %(host)s (%(role)s) to the membership '
                      'database succeeded again after %(n)d failures',
@@ -289,7 +260,8 @@ class DatabaseMembership(base.MembershipBackend):
             known one.
         """
         try:
-            snapshot = self.db.services(self.role, self.service_down_time)
+            snapshot = self.store.services.services(self.role,
+                                                    self.service_down_time)
         except Exception as exc:
             with self._lock:
                 snapshot = self._snapshot
@@ -300,13 +272,13 @@ class DatabaseMembership(base.MembershipBackend):
                     role=self.role,
                     reason=_('the membership database %(conn)s cannot be '
                              'read: %(err)s') % {
-                                 'conn': self.db.masked_connection,
+                                 'conn': self.store.masked_connection,
                                  'err': exc})
             if first:
                 LOG.warning('Cannot read the membership database %(conn)s; '
                             'using the membership known as of %(as_of)s: '
                             '%(err)s',
-                            {'conn': self.db.masked_connection,
+                            {'conn': self.store.masked_connection,
                              'as_of': snapshot.as_of, 'err': exc})
             return base.compute_membership(
                 self.host, snapshot.services, partition_key, peer_list,
@@ -326,21 +298,20 @@ class DatabaseMembership(base.MembershipBackend):
         :returns: a dict of plain values.
         """
         result = super().status()
+        failures = self._health.failures
         with self._lock:
-            last_ok = self._last_ok
             result.update({
-                'connection': self.db.masked_connection,
-                'dialect': self.db.dialect,
+                'connection': self.store.masked_connection,
+                'dialect': self.store.dialect,
                 'schema_revision': self._revision,
                 'running': bool(self._thread and self._thread.is_alive()),
                 'heartbeat_interval': self.heartbeat_interval,
                 'service_down_time': self.service_down_time,
-                'database_reachable': self._failures == 0,
-                'consecutive_failures': self._failures,
-                'last_error': self._last_error,
+                'database_reachable': failures == 0,
+                'consecutive_failures': failures,
+                'last_error': self._health.last_error,
                 'seconds_since_last_heartbeat': (
-                    None if last_ok is None
-                    else round(time.monotonic() - last_ok, 3)),
+                    self._health.seconds_since_ok()),
                 'membership_stale': self._members_stale,
                 'membership_as_of': (
                     self._snapshot.as_of.isoformat()

@@ -29,6 +29,8 @@ import fixtures
 import sqlalchemy
 from sqlalchemy.engine import url as sa_url
 
+from ironic_partition import _urls
+
 LOG = logging.getLogger(__name__)
 
 BACKENDS = ('postgresql', 'mysql', 'sqlite')
@@ -81,9 +83,8 @@ def unavailable_reason(backend):
                 conn.execute(sqlalchemy.text('SELECT 1'))
             _UNAVAILABLE[backend] = None
         except sqlalchemy.exc.DBAPIError as exc:
-            url = sa_url.make_url(admin_url(backend))
             _UNAVAILABLE[backend] = '%s not reachable at %s: %s' % (
-                backend, url.render_as_string(hide_password=True), exc)
+                backend, _urls.mask(admin_url(backend)), exc)
         finally:
             engine.dispose()
     return _UNAVAILABLE[backend]

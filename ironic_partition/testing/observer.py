@@ -766,7 +766,7 @@ class Observer(fixtures.Fixture):
         :returns: None
         """
         start = time.monotonic()
-        snapshot = self.claims_db.read_claims(self.role)
+        snapshot = self.claims_db.claims.read_claims(self.role)
         end = time.monotonic()
         with self._lock:
             self._claim_polls += 1

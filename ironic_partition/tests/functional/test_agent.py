@@ -165,7 +165,7 @@ class AgentTestCase(test_cli.OneLineErrors, test_cli.SharedIronic,
         db = db_api.Connection('sqlite:///' + os.path.join(
             self.state, 'ironic_partition.sqlite'))
         self.addCleanup(db.dispose)
-        rows = db.services('agent', 60).services
+        rows = db.services.services('agent', 60).services
         self.assertEqual([('a1', False)], [(r.host, r.alive) for r in rows])
 
     def _split_ok(self, hosts, group):

@@ -358,7 +358,7 @@ class FaultTestCase(FaultTestBase):
         self.wait_split(hosts, 'the initial split')
         self.observer.steady()
         epochs = {c.node_id: c.epoch
-                  for c in self.admin.read_claims('agent').claims}
+                  for c in self.admin.claims.read_claims('agent').claims}
 
         # The database away for less than the lease minus the margin:
         # nothing changes (no fence, no gap, same epochs).
@@ -373,7 +373,7 @@ class FaultTestCase(FaultTestBase):
                 'consecutive_failures'] == 0 for h in hosts),
             TIMEOUT, 'claim rounds to succeed again')
         after = {c.node_id: c.epoch
-                 for c in self.admin.read_claims('agent').claims}
+                 for c in self.admin.claims.read_claims('agent').claims}
         self.assertEqual(epochs, after)
 
         # The database away for longer than the lease: every agent fences
@@ -458,7 +458,7 @@ class FaultTestCase(FaultTestBase):
         written = datetime.datetime.fromisoformat(stopped['updated_at'])
         conn = db_api.Connection(self.db_url)
         self.addCleanup(conn.dispose)
-        claims = [c for c in conn.read_claims('agent').claims
+        claims = [c for c in conn.claims.read_claims('agent').claims
                   if c.node_id in set(self.free)]
         self.assertEqual(len(self.free), len(claims))
         self.assertEqual({None}, {c.owner for c in claims})
@@ -488,7 +488,7 @@ class FaultTestCase(FaultTestBase):
         mine = self.reported('a2')
         self.assertTrue(mine)
         before = {c.node_id: (c.owner, c.epoch)
-                  for c in self.admin.read_claims('agent').claims
+                  for c in self.admin.claims.read_claims('agent').claims
                   if c.node_id in mine}
         self.assertEqual({'a2'}, {o for o, _e in before.values()})
         since = self.counters(hosts)
@@ -496,7 +496,7 @@ class FaultTestCase(FaultTestBase):
         self.assertEqual(0, agents.restart('a2'))
         self.wait_split(hosts, 'a2 back', since=since)
         after = {c.node_id: (c.owner, c.epoch)
-                 for c in self.admin.read_claims('agent').claims
+                 for c in self.admin.claims.read_claims('agent').claims
                  if c.node_id in mine}
         self.assertEqual(before, after)
         result = self.analyse()

@@ -187,7 +187,7 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
         self.wait_split(['a1', 'a2'], 'a1 back')
         self.observer.steady()
         epochs = {c.node_id: (c.owner, c.epoch)
-                  for c in self.admin.read_claims('agent').claims}
+                  for c in self.admin.claims.read_claims('agent').claims}
         counter = agents['a1'].report()['refresh_counter']
         slow.delay = self.timings.lease_time + 1.0
         self.fault('Ironic slower than the lease for a1')
@@ -206,7 +206,7 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
         self.assertEqual(0, len(result.overlaps))
         self.assertNotIn('Fenced:', agents['a1'].log())
         after = {c.node_id: (c.owner, c.epoch)
-                 for c in self.admin.read_claims('agent').claims}
+                 for c in self.admin.claims.read_claims('agent').claims}
         self.assertEqual(epochs, after)
 
     def test_database_outage_is_not_ready_never_shorter(self):

@@ -433,10 +433,10 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
         self.assertEqual([], outside)
 
         # The membership rows and the claims carry the shard.
-        services = admin.services('agent', 3600).services
+        services = admin.services.services('agent', 3600).services
         self.assertEqual({'a1': 's1', 'a2': 's1', 'a3': 's1'},
                          {s.host: s.shard for s in services})
-        claims = [c for c in admin.read_claims('agent').claims
+        claims = [c for c in admin.claims.read_claims('agent').claims
                   if c.owner is not None]
         self.assertTrue(claims)
         self.assertEqual({'s1'}, {c.shard for c in claims})

@@ -29,9 +29,12 @@ from oslo_db import exception as db_exc
 from ironic_partition import baremetal
 from ironic_partition import claims
 from ironic_partition.db import api as db_api
+from ironic_partition.db import claims as claims_db
 from ironic_partition.db import migration
+from ironic_partition.db import store
 from ironic_partition import exception
 from ironic_partition import identity
+from ironic_partition.membership import database
 from ironic_partition import partitioner
 from ironic_partition.tests import base
 from ironic_partition.tests.unit import test_partitioner
@@ -51,7 +54,10 @@ class Clock(object):
 
 
 class FakeClaimsDB(object):
-    """Claims in memory, with a clock of their own and injectable faults.
+    """A claims database in memory: the connection and its claims API.
+
+    Claims live in memory, with a clock of their own and injectable
+    faults.
 
     :param clock: the database server's clock (seconds).
     """
@@ -84,6 +90,17 @@ class FakeClaimsDB(object):
 
     def upgrade(self):
         self.revision = migration.head_revision()
+        return self.revision
+
+    def ensure_schema(self, upgrade=True):
+        return db_api.Connection.ensure_schema(self, upgrade=upgrade)
+
+    @property
+    def claims(self):
+        return self
+
+    def check_supported(self):
+        pass
 
     def dispose(self):
         pass
@@ -95,7 +112,7 @@ class FakeClaimsDB(object):
 
     def owned_claims(self, role, host, incarnation=None):
         self._statement('owned')
-        return {n: db_api.OwnedClaim(r['epoch'], self._valid(r))
+        return {n: claims_db.OwnedClaim(r['epoch'], self._valid(r))
                 for (ro, n), r in self.rows.items()
                 if ro == role and self._mine(r, host, incarnation)}
 
@@ -105,11 +122,13 @@ class FakeClaimsDB(object):
                 if ro == role and self._mine(r, host, incarnation)
                 and self._valid(r)}
 
-    def renew_claims(self, role, host, lease, incarnation=None):
+    def renew_claims(self, role, host, lease, incarnation=None,
+                     node_ids=None):
         self._statement('renew')
         count = 0
-        for (ro, _n), r in self.rows.items():
+        for (ro, n), r in self.rows.items():
             if (ro == role and self._mine(r, host, incarnation)
+                    and (node_ids is None or n in node_ids)
                     and self._valid(r)):
                 r['expires'] = self.clock() + lease
                 count += 1
@@ -149,6 +168,14 @@ class FakeClaimsDB(object):
                 count += 1
         return count
 
+    def collect_garbage(self, role, older_than):
+        self._statement('gc')
+        old = [key for key, r in self.rows.items()
+               if key[0] == role and r['expires'] <= self.clock() - older_than]
+        for key in old:
+            del self.rows[key]
+        return len(old)
+
     def owner(self, node, role='nova-compute'):
         row = self.rows.get((role, node))
         return row['owner'] if row and self._valid(row) else None
@@ -174,7 +201,7 @@ class ClaimsTestCase(base.TestCase):
         self.db_clock.now += seconds
 
     def manager(self, host, lease=LEASE, margin=MARGIN, clock=None):
-        return claims.ClaimManager(self.db, host, 'nova-compute',
+        return claims.ClaimManager(store.Store(self.db), host, 'nova-compute',
                                    lease_time=lease, fencing_margin=margin,
                                    clock=clock or self.clock)
 
@@ -277,47 +304,51 @@ class TestSettings(base.TestCase):
 class FakeBackend(object):
     def __init__(self, name, db=None, role='agent'):
         self.name = name
-        self.db = db
         self.role = role
-        self.identity = (identity.Identity(db, 'cn1', role, 60)
-                         if db is not None else None)
+        self.store = (store.Store(db, identity.Identity(db, 'cn1', role, 60))
+                      if db is not None else None)
 
 
 class TestWanted(base.TestCase):
 
     def test_auto_follows_the_membership_backend(self):
-        self.assertTrue(claims.wanted(self.conf, FakeBackend('database')))
-        self.assertFalse(claims.wanted(self.conf, FakeBackend('nova')))
-        self.assertFalse(claims.wanted(self.conf, FakeBackend('static')))
+        db = FakeClaimsDB(Clock())
+        self.assertTrue(claims.wanted(self.conf,
+                                      FakeBackend('database', db).store))
+        self.assertFalse(claims.wanted(self.conf, FakeBackend('nova').store))
+        self.assertFalse(claims.wanted(self.conf,
+                                       FakeBackend('static').store))
 
     def test_explicit_modes(self):
         self.config(group='ironic_partition', claims='database')
-        self.assertTrue(claims.wanted(self.conf, FakeBackend('static')))
+        self.assertTrue(claims.wanted(self.conf, None))
         self.config(group='ironic_partition', claims='off')
-        self.assertFalse(claims.wanted(self.conf, FakeBackend('database')))
+        db = FakeClaimsDB(Clock())
+        self.assertFalse(claims.wanted(self.conf,
+                                       FakeBackend('database', db).store))
 
     def test_database_backend_shares_its_connection_and_role(self):
         db = FakeClaimsDB(Clock())
-        manager = claims.from_conf(self.conf, FakeBackend('database', db),
-                                   'CN1')
-        self.assertIs(db, manager.db)
+        backend = FakeBackend('database', db)
+        manager = claims.from_conf(self.conf, 'CN1', store=backend.store,
+                                   role=backend.role)
+        self.assertIs(backend.store, manager.store)
+        self.assertIs(backend.store.identity, manager.identity)
         self.assertEqual(('cn1', 'agent'), (manager.host, manager.role))
 
     def test_static_backend_with_claims_database_connects(self):
         self.config(group='ironic_partition', claims='database')
         self.config(group='ironic_partition_database',
                     connection='postgresql+psycopg2://u:pw@db/x')
-        manager = claims.from_conf(self.conf, FakeBackend('static',
-                                                          role=None),
-                                   'cn1')
-        self.assertIsInstance(manager.db, db_api.Connection)
+        manager = claims.from_conf(self.conf, 'cn1')
+        self.assertIsInstance(manager.store.db, db_api.Connection)
+        self.assertEqual('cn1', manager.identity.host)
         self.assertEqual('nova-compute', manager.role)
         self.assertEqual('postgresql+psycopg2://u:***@db/x',
                          manager.status()['connection'])
 
     def test_off_returns_none(self):
-        self.assertIsNone(claims.from_conf(self.conf, FakeBackend('nova'),
-                                           'cn1'))
+        self.assertIsNone(claims.from_conf(self.conf, 'cn1'))
 
 
 class TestRound(ClaimsTestCase):
@@ -390,9 +421,9 @@ class TestRound(ClaimsTestCase):
     def test_release_unreported_without_pending_costs_nothing(self):
         a = self.manager('a')
         a.round(_ids(4))
-        before = a.db.stats['claim_statements']
+        before = a.store.stats['claim_statements']
         self.assertEqual(0, a.release_unreported())
-        self.assertEqual(before, a.db.stats['claim_statements'])
+        self.assertEqual(before, a.store.stats['claim_statements'])
 
     def test_instance_node_is_held_until_no_longer_reported(self):
         # A node whose instance a owns; the instance is deleted and the
@@ -766,3 +797,72 @@ class TestPartitionerWithClaims(ClaimsTestCase):
             FakeBackend('database', db=self.db))
         self.assertIsNone(p.claims)
         self.assertEqual({'claims': {'enabled': False}}, p.status())
+
+
+class TestGarbageCollection(ClaimsTestCase):
+
+    def test_age_is_a_day_and_at_least_ten_leases(self):
+        self.assertEqual(claims.GC_AGE, self.manager('a').gc_age)
+        self.assertEqual(100000.0, self.manager(
+            'a', lease=10000, margin=100).gc_age)
+
+    def test_rate_limited_and_deletes_only_long_unheld_rows(self):
+        a, b = self.manager('a'), self.manager('b')
+        old, recent = _ids(3), _ids(2, start=10)
+        a.round(old)
+        a.stop()
+        self.advance(claims.GC_AGE + 1)
+        b.round(recent)
+        # The first collection waits part of the interval.
+        self.assertIsNone(b.collect_garbage())
+        self.clock.now += claims.GC_INTERVAL
+        self.assertEqual(3, b.collect_garbage())
+        self.assertEqual({('nova-compute', n) for n in recent},
+                         set(self.db.rows))
+        # At most once per interval.
+        self.assertIsNone(b.collect_garbage())
+        self.clock.now += claims.GC_INTERVAL
+        self.assertEqual(0, b.collect_garbage())
+
+    def test_a_database_fault_is_logged_and_retried_later(self):
+        a = self.manager('a')
+        a.collect_garbage()
+        self.clock.now += claims.GC_INTERVAL
+        self.db.fail = db_exc.DBConnectionError('down')
+        self.assertIsNone(a.collect_garbage())
+        self.assertIn('Could not delete the old claim rows',
+                      self.logger.output)
+        self.db.fail = None
+        self.assertIsNone(a.collect_garbage())
+        self.clock.now += claims.GC_INTERVAL
+        self.assertEqual(0, a.collect_garbage())
+
+
+class TestOneStore(base.TestCase):
+
+    def test_membership_and_claims_share_one_store(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.config(group='ironic_partition', host='cn1', state_path=tmp)
+        self.config(group='ironic', partition_key='rack1',
+                    peer_list=['cn1'])
+        backend = database.DatabaseMembership(self.conf, 'cn1', 'agent',
+                                              partition_key='rack1')
+        self.addCleanup(backend.stop, timeout=5)
+        p = partitioner.Partitioner(
+            self.conf, test_partitioner.FakeClient(_nodes(3)), backend)
+        self.assertIs(backend.store, p.store)
+        self.assertIs(backend.store, p.claims.store)
+        self.assertIs(backend.identity, p.identity)
+        self.assertIs(backend.identity, p.claims.identity)
+        backend.start()
+        p.start()
+        self.addCleanup(p.stop)
+        self.assertEqual(3, len(p.refresh().nodes))
+        (row,) = backend.store.services.services('agent', 60).services
+        self.assertEqual(p.identity.incarnation, row.incarnation)
+        self.assertEqual({p.identity.incarnation},
+                         {c.incarnation for c in
+                          backend.store.claims.read_claims('agent').claims})
+        self.config(group='ironic', partition_key='rack2')
+        self.assertTrue(p.reload_settings())
+        self.assertEqual('rack2', backend.partition_key)

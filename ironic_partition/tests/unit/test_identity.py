@@ -62,6 +62,7 @@ class TestIdentity(base.TestCase):
             'sqlite:///' + os.path.join(path, 'm.sqlite'))
         self.addCleanup(self.db.dispose)
         self.db.upgrade()
+        self.claims = self.db.claims
 
     def _identity(self, takeover=False):
         return identity.Identity(self.db, 'CN1', 'agent', 60,
@@ -87,20 +88,20 @@ class TestIdentity(base.TestCase):
     def test_takeover_fences_the_old_incarnation(self):
         first = self._identity()
         first.register()
-        self.db.acquire_claims('agent', 'cn1', ['n1'], 60,
-                               incarnation=first.incarnation)
+        self.claims.acquire_claims('agent', 'cn1', ['n1'], 60,
+                                   incarnation=first.incarnation)
         second = self._identity(takeover=True)
         second.register()
         self.assertIsNone(second.adoptable)
         self.assertRaises(exception.IdentityLost, first.beat)
         self.assertIn('incarnation %s' % second.incarnation, first.lost)
-        self.assertRaises(exception.IdentityLost, self.db.renew_claims,
+        self.assertRaises(exception.IdentityLost, self.claims.renew_claims,
                           'agent', 'cn1', 60, first.incarnation)
-        self.assertRaises(exception.IdentityLost, self.db.acquire_claims,
+        self.assertRaises(exception.IdentityLost, self.claims.acquire_claims,
                           'agent', 'cn1', ['n2'], 60,
                           incarnation=first.incarnation)
         # The old claims are not adopted: they expire, then are taken.
-        self.assertEqual(0, self.db.adopt_claims(
+        self.assertEqual(0, self.claims.adopt_claims(
             'agent', 'cn1', second.incarnation))
         second.beat()
 
@@ -117,15 +118,15 @@ class TestIdentity(base.TestCase):
     def test_graceful_restart_adopts_the_detached_claims(self):
         first = self._identity()
         first.register()
-        self.db.acquire_claims('agent', 'cn1', ['n1', 'n2'], 60,
-                               incarnation=first.incarnation)
-        epochs = self.db.held_claims('agent', 'cn1')
+        self.claims.acquire_claims('agent', 'cn1', ['n1', 'n2'], 60,
+                                   incarnation=first.incarnation)
+        epochs = self.claims.held_claims('agent', 'cn1')
         first.release(leave=False)
         second = self._identity()
         second.register()
-        self.assertEqual(2, self.db.adopt_claims('agent', 'cn1',
-                                                 second.incarnation))
-        self.assertEqual(epochs, self.db.held_claims(
+        self.assertEqual(2, self.claims.adopt_claims('agent', 'cn1',
+                                                     second.incarnation))
+        self.assertEqual(epochs, self.claims.held_claims(
             'agent', 'cn1', incarnation=second.incarnation))
 
     def test_crash_on_this_machine_is_provably_gone(self):
@@ -138,10 +139,10 @@ class TestIdentity(base.TestCase):
             conn.execute(db_api.sa.text(
                 'UPDATE ironic_partition_services SET liveness_token = :t'),
                 {'t': identity.liveness_token(child.pid)})
-        self.db.acquire_claims('agent', 'cn1', ['n1'], 60,
-                               incarnation=first.incarnation)
+        self.claims.acquire_claims('agent', 'cn1', ['n1'], 60,
+                                   incarnation=first.incarnation)
         second = self._identity()
         second.register()
         self.assertEqual(first.incarnation, second.adoptable)
-        self.assertEqual(1, self.db.adopt_claims(
+        self.assertEqual(1, self.claims.adopt_claims(
             'agent', 'cn1', second.incarnation, second.adoptable))

@@ -58,10 +58,16 @@ class FakeClient(baremetal_fakes.FullListingMixin):
 
 
 class FakeMembership(object):
+
+    store = None
+
     def __init__(self, live):
         self.live = frozenset(live)
         self.stale = False
         self.partition_key = None
+
+    def set_partition_key(self, partition_key):
+        self.partition_key = partition_key
 
     def members(self, partition_key=None, peer_list=None):
         return mbase.Membership(live=self.live, stale=self.stale)

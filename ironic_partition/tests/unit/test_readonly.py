@@ -65,7 +65,7 @@ class TestDatabase(base.TestCase):
         finally:
             readonly.close_membership(backend)
         self.assertEqual(frozenset(['a1']), membership.live)
-        self.assertEqual((), db.services('agent', 60).services)
+        self.assertEqual((), db.services.services('agent', 60).services)
 
     def test_unreachable_server(self):
         db = db_api.Connection(

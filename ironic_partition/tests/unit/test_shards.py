@@ -185,10 +185,15 @@ class FakeClient(baremetal_fakes.FullListingMixin):
 
 class FakeMembership(object):
 
+    store = None
+
     def __init__(self, live):
         self.live = frozenset(live)
         self.partition_key = None
         self.calls = []
+
+    def set_partition_key(self, partition_key):
+        self.partition_key = partition_key
 
     def members(self, partition_key=None, peer_list=None, **kwargs):
         self.calls.append((partition_key, peer_list, kwargs))

@@ -18,16 +18,16 @@ Every test gets a database of its own, created before and dropped after
 it:
 
 * SQLite: a file in a temporary directory;
-* PostgreSQL and MariaDB/MySQL: a database named ``ipart_test_<random>``
-  created through an administrative URL, taken from the environment
-  variables ``IRONIC_PARTITION_TEST_PG_URL`` and
-  ``IRONIC_PARTITION_TEST_MYSQL_URL`` and defaulting to the local servers
-  (``postgresql+psycopg2://postgres@127.0.0.1:5432/postgres`` and
-  ``mysql+pymysql://root@127.0.0.1:3306/``). The user needs the right to
-  create and drop databases.
+* PostgreSQL and MariaDB/MySQL: an opportunistic database provisioned by
+  oslo.db's :mod:`~oslo_db.sqlalchemy.test_fixtures`, on a server that
+  answers as the conventional user ``openstack_citest`` (password
+  ``openstack_citest``, created by ``tools/test-setup.sh``) on
+  ``localhost``, or at the URLs of ``OS_TEST_DBAPI_ADMIN_CONNECTION``
+  (``;``-separated).
 
 A server that cannot be reached skips its scenario, unless
-``IRONIC_PARTITION_TEST_REQUIRE_DB=1``, which makes it fail instead (CI).
+``IRONIC_PARTITION_TEST_REQUIRE_DB=1`` (tox's functional env, CI), which
+makes it fail instead.
 """
 
 import os
@@ -36,8 +36,10 @@ import uuid
 import fixtures
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
+from oslo_db.sqlalchemy import enginefacade
+from oslo_db.sqlalchemy import provision
+from oslo_db.sqlalchemy import test_fixtures
 from oslotest import base as oslotest_base
-from sqlalchemy.engine import url as sa_url
 import testscenarios
 
 from ironic_partition.conf import database as database_conf
@@ -45,36 +47,12 @@ from ironic_partition.conf import partition as partition_conf
 from ironic_partition.testing import db as harness_db
 
 SCENARIOS = [
-    ('sqlite', {'backend': 'sqlite'}),
-    ('postgresql', {'backend': 'postgresql'}),
-    ('mysql', {'backend': 'mysql'}),
+    ('sqlite', {'backend': 'sqlite', 'FIXTURE': None}),
+    ('postgresql', {'backend': 'postgresql',
+                    'FIXTURE': test_fixtures.PostgresqlOpportunisticFixture}),
+    ('mysql', {'backend': 'mysql',
+               'FIXTURE': test_fixtures.MySQLOpportunisticFixture}),
 ]
-
-
-class DatabaseFixture(fixtures.Fixture):
-    """A fresh, empty database, dropped at clean-up.
-
-    :param backend: ``sqlite``, ``postgresql`` or ``mysql``.
-    """
-
-    def __init__(self, backend):
-        super().__init__()
-        self.backend = backend
-        self.url = None
-        self.name = None
-
-    def _setUp(self):
-        if self.backend == 'sqlite':
-            tmp = self.useFixture(fixtures.TempDir())
-            self.name = os.path.join(tmp.path, 'membership.sqlite')
-            self.url = 'sqlite:///%s' % self.name
-            return
-        self.name = 'ipart_test_%s' % uuid.uuid4().hex[:12]
-        harness_db.create_database(self.backend, self.name)
-        self.addCleanup(harness_db.drop_database, self.backend, self.name)
-        url = sa_url.make_url(harness_db.admin_url(self.backend)).set(
-            database=self.name)
-        self.url = url.render_as_string(hide_password=False)
 
 
 def make_conf(test, **overrides):
@@ -95,13 +73,52 @@ def make_conf(test, **overrides):
 
 
 class DatabaseTestCase(testscenarios.WithScenarios,
+                       test_fixtures.OpportunisticDBTestMixin,
                        oslotest_base.BaseTestCase):
-    """A test case run once per database backend, each with its own DB."""
+    """A test case run once per database backend, each with its own DB.
+
+    :attr:`url` is the SQLAlchemy URL of the test's database, password
+    included.
+    """
 
     scenarios = SCENARIOS
 
+    SKIP_ON_UNAVAILABLE_DB = os.environ.get(harness_db.REQUIRE_DB_ENV) != '1'
+
+    def generate_fixtures(self):
+        # NOTE(ironic-partition): oslo.db provisions SQLite in memory, which
+        # only the engine that made it sees; the services and the claims
+        # open several connections, so SQLite gets a file instead.
+        if self.FIXTURE is None:
+            return []
+        return super().generate_fixtures()
+
     def setUp(self):
         super().setUp()
-        harness_db.require_server(self, self.backend)
-        self.db = self.useFixture(DatabaseFixture(self.backend))
-        self.url = self.db.url
+        if self.FIXTURE is None:
+            tmp = self.useFixture(fixtures.TempDir())
+            self.url = 'sqlite:///%s' % os.path.join(tmp.path,
+                                                     'membership.sqlite')
+        else:
+            # NOTE(ironic-partition): the fixture puts the provisioned
+            # database behind oslo.db's global transaction context for
+            # the test; our code opens it by its URL.
+            self.url = enginefacade.writer.get_engine().url.render_as_string(
+                hide_password=False)
+
+    def other_database_url(self):
+        """Create another empty database on the same backend, for one test.
+
+        It is dropped at clean-up.
+
+        :returns: its URL, password included.
+        """
+        if self.FIXTURE is None:
+            tmp = self.useFixture(fixtures.TempDir())
+            return 'sqlite:///%s' % os.path.join(tmp.path, 'other.sqlite')
+        backend = provision.Backend.backend_for_database_type(self.backend)
+        ident = 'ipart_%s' % uuid.uuid4().hex[:12]
+        backend.create_named_database(ident)
+        self.addCleanup(backend.drop_named_database, ident)
+        return backend.provisioned_database_url(ident).render_as_string(
+            hide_password=False)

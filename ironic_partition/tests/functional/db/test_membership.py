@@ -71,7 +71,8 @@ class MembershipTestBase(base.DatabaseTestCase):
                 last_seen=models.utc_ago(sa.literal(seconds, sa.Integer))))
 
     def rows(self):
-        return {s.host: s for s in self.admin.services(ROLE, 30).services}
+        return {s.host: s
+                for s in self.admin.services.services(ROLE, 30).services}
 
 
 class TestHeartbeat(MembershipTestBase):
@@ -112,7 +113,7 @@ class TestHeartbeat(MembershipTestBase):
             try:
                 barrier.wait()
                 for _ in range(5):
-                    conn.heartbeat(host, ROLE, '', '1')
+                    conn.services.heartbeat(host, ROLE, '', '1')
             except Exception as exc:
                 errors.append(exc)
             finally:
@@ -270,8 +271,8 @@ class TestFaults(MembershipTestBase):
             self.assertIn('someone:***@', str(exc))
 
     def test_schema_missing(self):
-        other = self.useFixture(base.DatabaseFixture(self.backend))
-        b = self.make_backend('a', url=other.url, start=False)
+        b = self.make_backend('a', url=self.other_database_url(),
+                              start=False)
         if self.backend == 'sqlite':
             # The embedded database upgrades itself.
             b.start()
@@ -353,10 +354,11 @@ class TestShard(MembershipTestBase):
         self.assertEqual({'a'}, a.members('g', (), shard='s1').live)
 
     def test_claims_record_the_shard(self):
-        self.admin.acquire_claims(ROLE, 'a', ['n1', 'n2'], 30, 'g',
-                                  shard='S1')
-        self.admin.acquire_claims(ROLE, 'b', ['n3'], 30, 'g')
-        claims = {c.node_id: c for c in self.admin.read_claims(ROLE).claims}
+        self.admin.claims.acquire_claims(ROLE, 'a', ['n1', 'n2'], 30, 'g',
+                                         shard='S1')
+        self.admin.claims.acquire_claims(ROLE, 'b', ['n3'], 30, 'g')
+        claims = {c.node_id: c
+                  for c in self.admin.claims.read_claims(ROLE).claims}
         self.assertEqual({'n1': 's1', 'n2': 's1', 'n3': None},
                          {n: c.shard for n, c in claims.items()})
         self.assertTrue(all(c.valid for c in claims.values()))

@@ -51,10 +51,10 @@ class TestMigrations(base.DatabaseTestCase):
 
     def test_upgrade_is_idempotent(self):
         self.connection.upgrade()
-        self.connection.heartbeat('h1', 'nova-compute')
+        self.connection.services.heartbeat('h1', 'nova-compute')
         self.assertEqual(migration.head_revision(),
                          self.connection.upgrade())
-        self.assertEqual(1, len(self.connection.services(
+        self.assertEqual(1, len(self.connection.services.services(
             'nova-compute', 60).services))
 
     def test_concurrent_upgrades(self):
@@ -80,14 +80,15 @@ class TestMigrations(base.DatabaseTestCase):
 
     def test_timestamps_keep_sub_second_precision(self):
         self.connection.upgrade()
-        self.connection.heartbeat('h1', 'nova-compute')
-        first = self.connection.services('nova-compute', 60).services[0]
+        self.connection.services.heartbeat('h1', 'nova-compute')
+        first = self.connection.services.services('nova-compute',
+                                                  60).services[0]
         # NOTE(ironic-partition): MariaDB's DATETIME would drop fractions
         # without fsp=6; SQLite keeps milliseconds.
         values = set()
         for _ in range(5):
-            self.connection.heartbeat('h1', 'nova-compute')
-            values.add(self.connection.services(
+            self.connection.services.heartbeat('h1', 'nova-compute')
+            values.add(self.connection.services.services(
                 'nova-compute', 60).services[0].last_seen)
         self.assertGreater(len(values), 1)
         self.assertTrue(all(v >= first.last_seen for v in values))
@@ -124,7 +125,7 @@ class TestMigrations(base.DatabaseTestCase):
             conn = db_api.Connection(self.url)
             try:
                 while not stop.is_set():
-                    conn.heartbeat('busy', 'nova-compute')
+                    conn.services.heartbeat('busy', 'nova-compute')
             except Exception as exc:
                 errors.append(exc)
             finally:

@@ -81,6 +81,7 @@ class Client(baremetal_fakes.FullListingMixin):
 class Membership(object):
     """A membership backend with fixed live/dead/never-seen hosts."""
 
+    store = None
     name = 'fake'
 
     def __init__(self, live, dead=(), never_seen=()):
@@ -91,6 +92,9 @@ class Membership(object):
         self.started = 0
         self.stopped = 0
         self.fault = None
+
+    def set_partition_key(self, partition_key):
+        self.partition_key = partition_key
 
     def start(self):
         self.started += 1

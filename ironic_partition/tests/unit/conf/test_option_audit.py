@@ -163,8 +163,8 @@ class TestOptionsAreRead(base.TestCase):
     def test_service_down_time_decides_liveness(self):
         self.config(group='ironic_partition', service_down_time=45)
         db = mock.Mock()
-        db.services.side_effect = RuntimeError('stop here')
+        db.services.services.side_effect = RuntimeError('stop here')
         backend = self._database_backend(db)
         self.assertRaises(exception.MembershipUnavailable, backend.members)
-        db.services.assert_called_once_with(
+        db.services.services.assert_called_once_with(
             membership_base.ROLE_NOVA_COMPUTE, 45)

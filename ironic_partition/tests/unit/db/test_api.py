@@ -23,6 +23,7 @@ from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslotest import base as test_base
 
+from ironic_partition import _urls
 from ironic_partition.cmd import dbsync
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
@@ -38,6 +39,7 @@ class TestConnection(test_base.BaseTestCase):
                                  'sub', 'dir', 'm.sqlite')
         self.conn = db_api.Connection('sqlite:///%s' % self.path)
         self.addCleanup(self.conn.dispose)
+        self.services = self.conn.services
 
     def test_creates_directory_and_upgrades(self):
         self.assertIsNone(self.conn.schema_revision())
@@ -47,28 +49,28 @@ class TestConnection(test_base.BaseTestCase):
 
     def test_heartbeat_insert_then_update(self):
         self.conn.upgrade()
-        self.assertTrue(self.conn.heartbeat('HOST', 'agent', 'K', 'v1'))
-        self.assertFalse(self.conn.heartbeat('host', 'agent', 'K', 'v2'))
-        (svc,) = self.conn.services('agent', 60).services
+        self.assertTrue(self.services.heartbeat('HOST', 'agent', 'K', 'v1'))
+        self.assertFalse(self.services.heartbeat('host', 'agent', 'K', 'v2'))
+        (svc,) = self.services.services('agent', 60).services
         self.assertEqual(('host', 'k', 'v2', True),
                          (svc.host, svc.partition_key, svc.version,
                           svc.alive))
 
     def test_mark_down_and_delete(self):
         self.conn.upgrade()
-        self.conn.heartbeat('h', 'agent')
-        self.assertTrue(self.conn.mark_down('H', 'agent'))
-        (svc,) = self.conn.services('agent', 60).services
+        self.services.heartbeat('h', 'agent')
+        self.assertTrue(self.services.mark_down('H', 'agent'))
+        (svc,) = self.services.services('agent', 60).services
         self.assertFalse(svc.alive)
-        self.assertTrue(self.conn.delete('h', 'agent'))
-        self.assertEqual((), self.conn.services('agent', 60).services)
+        self.assertTrue(self.services.delete('h', 'agent'))
+        self.assertEqual((), self.services.services('agent', 60).services)
 
     def test_lost_insert_race_updates_instead(self):
         # NOTE(ironic-partition): the window between UPDATE and INSERT
         # cannot be hit on purpose on SQLite; pretend the UPDATE missed.
         self.conn.upgrade()
-        self.conn.heartbeat('h', 'agent', None, 'v1')
-        real_update = self.conn._update
+        self.services.heartbeat('h', 'agent', None, 'v1')
+        real_update = self.services._update
         results = iter([0])
 
         def update(*args):
@@ -78,16 +80,16 @@ class TestConnection(test_base.BaseTestCase):
             except StopIteration:
                 return real_update(*args)
 
-        with mock.patch.object(self.conn, '_update', autospec=True,
+        with mock.patch.object(self.services, '_update', autospec=True,
                                side_effect=update):
-            self.assertFalse(self.conn.heartbeat('h', 'agent', None, 'v2'))
+            self.assertFalse(self.services.heartbeat('h', 'agent', None, 'v2'))
         self.assertEqual(1, self.conn.stats['duplicate_retries'])
-        (svc,) = self.conn.services('agent', 60).services
+        (svc,) = self.services.services('agent', 60).services
         self.assertEqual('v2', svc.version)
 
     def test_deadlock_is_retried(self):
         self.conn.upgrade()
-        real_update = self.conn._update
+        real_update = self.services._update
         calls = []
 
         def update(*args):
@@ -96,16 +98,16 @@ class TestConnection(test_base.BaseTestCase):
                 raise db_exc.DBDeadlock()
             return real_update(*args)
 
-        with mock.patch.object(self.conn, '_update', autospec=True,
+        with mock.patch.object(self.services, '_update', autospec=True,
                                side_effect=update):
-            self.conn.heartbeat('h', 'agent')
+            self.services.heartbeat('h', 'agent')
         # The deadlock, then the retried UPDATE that misses (and INSERTs).
         self.assertEqual(2, len(calls))
-        self.assertEqual(1, len(self.conn.services('agent', 60).services))
+        self.assertEqual(1, len(self.services.services('agent', 60).services))
 
     def test_mask_url(self):
         self.assertEqual('mysql+pymysql://u:***@h/db',
-                         db_api.mask_url('mysql+pymysql://u:pw@h/db'))
+                         _urls.mask('mysql+pymysql://u:pw@h/db'))
 
 
 class TestConf(test_base.BaseTestCase):

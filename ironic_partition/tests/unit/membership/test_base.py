@@ -122,3 +122,15 @@ class TestStatic(test_base.BaseTestCase):
         self.assertEqual({'me'}, b.members().live)
         b.stop()
         self.assertEqual('static', b.status()['backend'])
+
+
+class TestSetPartitionKey(test_base.BaseTestCase):
+
+    def test_lower_cased_and_unset(self):
+        backend = static.StaticMembership(mock.Mock(), 'h', 'agent',
+                                          partition_key='a')
+        backend.set_partition_key('Rack2')
+        self.assertEqual('rack2', backend.partition_key)
+        backend.set_partition_key(None)
+        self.assertIsNone(backend.partition_key)
+        self.assertIsNone(backend.store)

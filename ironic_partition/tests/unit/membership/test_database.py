@@ -25,6 +25,7 @@ from oslotest import base as test_base
 
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
+from ironic_partition.db import store
 from ironic_partition import exception
 from ironic_partition.membership import database
 
@@ -67,14 +68,14 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         b.start()
         errors = [RuntimeError('boom'), ValueError('bad'),
                   KeyboardInterrupt()]
-        real = b.db.beat
+        real = b.store.services.beat
 
         def flaky(*args, **kwargs):
             if errors:
                 raise errors.pop(0)
             return real(*args, **kwargs)
 
-        with mock.patch.object(b.db, 'beat', autospec=True,
+        with mock.patch.object(b.store.services, 'beat', autospec=True,
                                side_effect=flaky):
             deadline = time.monotonic() + 15
             while errors and time.monotonic() < deadline:
@@ -90,7 +91,7 @@ class TestDatabaseMembership(test_base.BaseTestCase):
     def test_heartbeat_failure_is_reported(self):
         b = self._backend()
         b.start()
-        with mock.patch.object(b.db, 'beat', autospec=True,
+        with mock.patch.object(b.store.services, 'beat', autospec=True,
                                side_effect=RuntimeError('db gone')):
             self.assertFalse(b.heartbeat())
         status = b.status()
@@ -105,7 +106,7 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         other = self._backend('peer')
         other.start()
         fresh = b.members('', ['peer', 'ghost'])
-        with mock.patch.object(b.db, 'services', autospec=True,
+        with mock.patch.object(b.store.services, 'services', autospec=True,
                                side_effect=RuntimeError('lost')):
             stale = b.members('', ['peer', 'ghost'])
         self.assertTrue(stale.stale)
@@ -116,7 +117,7 @@ class TestDatabaseMembership(test_base.BaseTestCase):
     def test_unavailable_without_any_membership(self):
         b = self._backend()
         b.start()
-        with mock.patch.object(b.db, 'services', autospec=True,
+        with mock.patch.object(b.store.services, 'services', autospec=True,
                                side_effect=RuntimeError('lost')):
             self.assertRaises(exception.MembershipUnavailable, b.members)
 
@@ -137,6 +138,25 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         b.stop()
         self.assertFalse(b.status()['running'])
         self.assertEqual({'me'}, watcher.members().dead)
-        with mock.patch.object(b.db, 'mark_down', autospec=True,
+        with mock.patch.object(b.store.services, 'mark_down', autospec=True,
                                side_effect=RuntimeError('x')):
             b.stop()
+
+    def test_one_store_for_the_backend_and_the_claims(self):
+        b = self._backend(takeover=True)
+        self.assertEqual('me', b.store.identity.host)
+        self.assertEqual('conductor', b.store.identity.role)
+        self.assertTrue(b.store.identity.takeover)
+        self.assertIs(b.identity, b.store.identity)
+        given = store.Store(b.store.db, b.store.identity)
+        other = self._backend(store=given)
+        self.assertIs(given, other.store)
+
+    def test_set_partition_key_is_recorded_by_the_next_heartbeat(self):
+        b = self._backend(partition_key='Rack1')
+        b.start()
+        b.set_partition_key('RACK2')
+        self.assertEqual('rack2', b.partition_key)
+        self.assertTrue(b.heartbeat())
+        (svc,) = b.store.services.services('conductor', 30).services
+        self.assertEqual('rack2', svc.partition_key)

@@ -1,0 +1,370 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Queries on the services table: heartbeats and the holder of a host name.
+
+Every statement runs in its own short transaction and takes no read
+locks, which keeps heartbeats deadlock-free on MariaDB (Galera included):
+
+* a heartbeat is an ``UPDATE`` of its own row by its unique key; only when
+  no row matched does it ``INSERT`` in a *separate* transaction, and if
+  another writer inserted the same row first (``DBDuplicateEntry``) it
+  goes back to the ``UPDATE``. No ``SELECT ... FOR UPDATE``, so no gap
+  locks are held between statements;
+* deadlocks reported by the server anyway (Galera certification failures
+  are reported as deadlocks) are retried by oslo.db's ``wrap_db_retry``.
+
+All times come from the database server's clock (``models.utcnow``), and
+liveness is decided in SQL on the server, so clocks of the hosts play no
+part.
+"""
+
+import collections
+
+from oslo_db import exception as db_exc
+import sqlalchemy as sa
+
+from ironic_partition.db import _common
+from ironic_partition.db import models
+from ironic_partition import exception
+
+#: One row of the services table, with liveness evaluated on the server.
+#: ``incarnation`` is None once the process gave the host name up;
+#: ``started_at`` (server clock), ``origin`` and ``shard`` may be None.
+ServiceRecord = collections.namedtuple(
+    'ServiceRecord',
+    ['host', 'role', 'partition_key', 'version', 'created_at', 'last_seen',
+     'down', 'alive', 'incarnation', 'started_at', 'origin', 'shard'],
+    defaults=(None, None, None, None))
+
+#: What :meth:`ServicesAPI.register_service` did: ``adoptable`` is the
+#: previous incarnation whose claims the new one may adopt (provably
+#: gone), or None; ``replaced`` is the live holder's :data:`ServiceRecord`
+#: a takeover replaced, or None.
+Registration = collections.namedtuple('Registration',
+                                      ['adoptable', 'replaced'])
+
+#: The services of one role and the server's clock when they were read.
+Snapshot = collections.namedtuple('Snapshot', ['as_of', 'services'])
+
+
+def key(host, role):
+    """SQL: the services row of a host and role.
+
+    :param host: the host name (compared lower-cased).
+    :param role: the service role.
+    :returns: a SQL condition.
+    """
+    table = models.Service.__table__
+    return sa.and_(table.c.host == host.lower(), table.c.role == role)
+
+
+class ServicesAPI(object):
+    """The services rows of one membership database.
+
+    :param db: the :class:`~ironic_partition.db.api.Connection` whose
+        transactions the queries run in.
+    """
+
+    def __init__(self, db):
+        self._db = db
+
+    def _update(self, host, role, values):
+        table = models.Service.__table__
+        with self._db.writer() as conn:
+            result = conn.execute(
+                sa.update(table).where(key(host, role)).values(
+                    **values))
+            return result.rowcount
+
+    @_common.retry
+    def _heartbeat(self, host, role, partition_key, version):
+        values = {'partition_key': partition_key, 'version': version,
+                  'down': False, 'last_seen': models.utcnow()}
+        if self._update(host, role, values):
+            return False
+        table = models.Service.__table__
+        try:
+            with self._db.writer() as conn:
+                conn.execute(sa.insert(table).values(
+                    host=host.lower(), role=role,
+                    created_at=models.utcnow(), **values))
+            return True
+        except db_exc.DBDuplicateEntry:
+            # NOTE(ironic-partition): another writer (a restarted copy of
+            # this service, or a concurrent thread) inserted the row
+            # between our UPDATE and INSERT; update it instead.
+            self._db.stats['duplicate_retries'] += 1
+            if self._update(host, role, values):
+                return False
+            raise db_exc.RetryRequest(
+                db_exc.DBError('Service row %s/%s vanished during the '
+                               'heartbeat' % (host, role)))
+
+    def heartbeat(self, host, role, partition_key=None, version=None):
+        """Record that a service is alive, by the server's clock.
+
+        :param host: the service's host name (stored lower-cased).
+        :param role: one of :data:`models.ROLES`.
+        :param partition_key: the service's partition key; None (unset) and
+            ``''`` (the default group) are stored as different values.
+        :param version: the service's version string, or None.
+        :returns: True when the row was created, False when it existed.
+        """
+        if partition_key is not None:
+            partition_key = partition_key.lower()
+        created = self._heartbeat(host, role, partition_key, version)
+        self._db.stats['heartbeats'] += 1
+        return created
+
+    def _holder_query(self, host, role):
+        table = models.Service.__table__
+        alive = sa.and_(
+            table.c.last_seen >= models.utc_ago(
+                sa.bindparam('down_time', type_=sa.Integer)),
+            table.c.down == sa.false())
+        return sa.select(
+            table.c.incarnation, table.c.started_at, table.c.origin,
+            table.c.liveness_token, table.c.last_seen, table.c.down,
+            sa.case((alive, sa.literal(1)), else_=sa.literal(0)),
+            models.utcnow(), table.c.partition_key, table.c.version,
+            table.c.created_at, table.c.shard,
+        ).where(key(host, role))
+
+    @_common.retry
+    def register_service(self, host, role, incarnation, origin,
+                         liveness_token, partition_key=None, shard=None,
+                         version=None, service_down_time=60, takeover=False,
+                         gone=None):
+        """Make an incarnation the one holder of a host name.
+
+        In one transaction, with the row locked: when another incarnation
+        holds the name and is alive (not marked down, a heartbeat within
+        ``service_down_time`` by the server's clock, and not ``gone``),
+        refuse, or with ``takeover`` replace it; otherwise take the name.
+        A refused registration writes nothing.
+
+        :param host: the host name (stored lower-cased).
+        :param role: the service role.
+        :param incarnation: the new process's incarnation UUID.
+        :param origin: where it runs, for people.
+        :param liveness_token: what tells on its machine whether it runs.
+        :param partition_key: recorded in the row.
+        :param shard: recorded in the row.
+        :param version: recorded in the row.
+        :param service_down_time: seconds of silence after which a holder
+            is dead.
+        :param takeover: replace a live holder.
+        :param gone: a callable telling from a liveness token whether that
+            process is certainly gone (:func:`ironic_partition.identity.
+            provably_gone`); None means never.
+        :raises DuplicateService: a live holder exists and no takeover.
+        :raises NothingToTakeOver: a takeover and no live holder.
+        :returns: a :data:`Registration`.
+        """
+        host = host.lower()
+        if partition_key is not None:
+            partition_key = partition_key.lower()
+        table = models.Service.__table__
+        values = {'partition_key': partition_key, 'shard': shard,
+                  'version': version, 'down': False,
+                  'last_seen': models.utcnow(), 'incarnation': incarnation,
+                  'started_at': models.utcnow(), 'origin': origin,
+                  'liveness_token': liveness_token}
+        with self._db.writer() as conn:
+            row = conn.execute(
+                self._holder_query(host, role).with_for_update(),
+                {'down_time': int(service_down_time)}).first()
+            adoptable = replaced = None
+            holder = row is not None and row[0] is not None
+            alive = holder and bool(row[6]) and not (
+                gone is not None and gone(row[3]))
+            if alive and row[0] != incarnation:
+                record = ServiceRecord(
+                    host=host, role=role, partition_key=row[8],
+                    version=row[9], created_at=_common.utc(row[10]),
+                    last_seen=_common.utc(row[4]), down=bool(row[5]),
+                    alive=True,
+                    incarnation=row[0], started_at=_common.utc(row[1]),
+                    origin=row[2], shard=row[11])
+                if not takeover:
+                    age = (_common.utc(row[7])
+                           - _common.utc(row[4])).total_seconds()
+                    raise exception.DuplicateService(
+                        host=host, role=role,
+                        started_at=(record.started_at.isoformat()
+                                    if record.started_at else '?'),
+                        origin=row[2] or '?', age=age)
+                replaced = record
+            elif takeover:
+                raise exception.NothingToTakeOver(
+                    host=host, role=role,
+                    reason=('no service row' if row is None else
+                            'its last holder gave it up' if not holder else
+                            'its last holder is dead'))
+            elif holder and row[0] != incarnation and gone is not None \
+                    and gone(row[3]):
+                adoptable = row[0]
+            if row is None:
+                conn.execute(sa.insert(table).values(
+                    host=host, role=role, created_at=models.utcnow(),
+                    **values))
+            else:
+                conn.execute(sa.update(table).where(
+                    key(host, role)).values(**values))
+        self._db.stats['registrations'] += 1
+        return Registration(adoptable=adoptable, replaced=replaced)
+
+    @_common.retry
+    def beat(self, host, role, incarnation, partition_key=None,
+             version=None, shard=None):
+        """Heartbeat for an incarnation, only while it holds the host name.
+
+        :param host: the host name.
+        :param role: the service role.
+        :param incarnation: the incarnation heartbeating.
+        :param partition_key: recorded in the row.
+        :param version: recorded in the row.
+        :param shard: recorded in the row.
+        :returns: True when recorded; False when the row names another
+            incarnation (or none): this one lost the host name.
+        """
+        if partition_key is not None:
+            partition_key = partition_key.lower()
+        with self._db.writer() as conn:
+            matched = self._update_holder(
+                conn, host, role, incarnation, partition_key=partition_key,
+                version=version, shard=shard, down=False,
+                last_seen=models.utcnow())
+        self._db.stats['heartbeats'] += 1
+        return bool(matched)
+
+    def _update_holder(self, conn, host, role, holder, **values):
+        """Update a services row only while it names ``holder``."""
+        table = models.Service.__table__
+        return conn.execute(
+            sa.update(table).where(
+                key(host, role), table.c.incarnation == holder,
+            ).values(**values)).rowcount
+
+    def describe_holder(self, host, role):
+        """Say who holds a host name now, for error messages.
+
+        :param host: the host name.
+        :param role: the service role.
+        :returns: a one-line description.
+        """
+        try:
+            with self._db.reader() as conn:
+                row = conn.execute(self._holder_query(host, role),
+                                   {'down_time': 0}).first()
+        except Exception as exc:
+            return 'the holder cannot be read: %s' % exc
+        if row is None:
+            return 'its service row was deleted'
+        if row[0] is None:
+            return 'the host name was given up'
+        return 'incarnation %s on %s, started at %s, holds it now' % (
+            row[0], row[2] or '?', row[1])
+
+    @_common.retry
+    def release_service(self, host, role, incarnation, down=True):
+        """Give a host name up (graceful stop) for an incarnation.
+
+        The row keeps its last heartbeat. Claims of that incarnation are
+        detached (their incarnation becomes NULL), so that the next
+        incarnation of the host adopts them, with the same epochs.
+
+        :param host: the host name.
+        :param role: the service role.
+        :param incarnation: the incarnation giving the name up.
+        :param down: also mark the service down at once (peers rebalance
+            at their next refresh); False keeps it alive until
+            ``service_down_time``.
+        :returns: True when this incarnation held the name.
+        """
+        claims = models.Claim.__table__
+        with self._db.writer() as conn:
+            held = self._update_holder(conn, host, role, incarnation,
+                                       incarnation=None, down=bool(down))
+            conn.execute(
+                sa.update(claims).where(
+                    claims.c.role == role, claims.c.owner == host.lower(),
+                    claims.c.incarnation == incarnation,
+                ).values(incarnation=None))
+        return bool(held)
+
+    @_common.retry
+    def mark_down(self, host, role):
+        """Mark a service as down at once (graceful stop).
+
+        :param host: the service's host name.
+        :param role: the service's role.
+        :returns: True when a row was marked.
+        """
+        return bool(self._update(host, role, {'down': True}))
+
+    @_common.retry
+    def delete(self, host, role):
+        """Forget a service.
+
+        :param host: the service's host name.
+        :param role: the service's role.
+        :returns: True when a row was deleted.
+        """
+        table = models.Service.__table__
+        with self._db.writer() as conn:
+            return bool(conn.execute(
+                sa.delete(table).where(key(host, role))).rowcount)
+
+    def services(self, role, service_down_time):
+        """Read every service of a role, with liveness decided in SQL.
+
+        A service is alive when it is not marked down and its last
+        heartbeat is no older than ``service_down_time`` seconds by the
+        server's clock.
+
+        :param role: the role to read.
+        :param service_down_time: seconds after which a silent service is
+            dead.
+        :returns: a :class:`Snapshot`.
+        """
+        table = models.Service.__table__
+        alive = sa.and_(
+            table.c.last_seen >= models.utc_ago(
+                sa.literal(int(service_down_time), sa.Integer)),
+            table.c.down == sa.false())
+        query = sa.select(
+            table.c.host, table.c.role, table.c.partition_key,
+            table.c.version, table.c.created_at, table.c.last_seen,
+            table.c.down,
+            sa.case((alive, sa.literal(1)), else_=sa.literal(0)),
+            table.c.incarnation, table.c.started_at, table.c.origin,
+            table.c.shard, models.utcnow(),
+        ).where(table.c.role == role).order_by(table.c.host)
+        with self._db.reader() as conn:
+            rows = conn.execute(query).all()
+            if not rows:
+                now = conn.execute(sa.select(models.utcnow())).scalar()
+            else:
+                now = rows[0][-1]
+        services = tuple(
+            ServiceRecord(host=row[0], role=row[1], partition_key=row[2],
+                          version=row[3], created_at=_common.utc(row[4]),
+                          last_seen=_common.utc(row[5]), down=bool(row[6]),
+                          alive=bool(row[7]), incarnation=row[8],
+                          started_at=_common.utc(row[9]), origin=row[10],
+                          shard=row[11])
+            for row in rows)
+        return Snapshot(as_of=_common.utc(now), services=services)
