@@ -689,17 +689,25 @@ class ClaimManager(object):
                     self.role, self.host, to_release, incarnation=inc)
                 released = to_release
             valid = frozenset(n for n, c in owned.items() if c.valid)
-            self.store.claims.renew_claims(
+            renewing = valid - released
+            renewed = self.store.claims.renew_claims(
                 self.role, self.host, self.lease_time, incarnation=inc,
-                node_ids=valid - released)
+                node_ids=renewing)
             to_claim = desired - valid
             if to_claim:
                 extra = {'shard': shard} if shard is not None else {}
                 self.store.claims.acquire_claims(
                     self.role, self.host, to_claim, self.lease_time,
                     partition_key, incarnation=inc, **extra)
-            held = self.store.claims.held_claims(
-                self.role, self.host, incarnation=inc)
+            if not to_claim and renewed == len(renewing):
+                # NOTE(ironic-partition): every valid claim was renewed,
+                # none taken or lost in between: what the database holds
+                # for us is known without reading it again (the epochs do
+                # not change on renewal).
+                held = {n: owned[n].epoch for n in renewing}
+            else:
+                held = self.store.claims.held_claims(
+                    self.role, self.host, incarnation=inc)
         except DATABASE_ERRORS as exc:
             self._identity_lost(exc)
             error = '%s: %s' % (type(exc).__name__, exc)
