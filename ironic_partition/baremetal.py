@@ -304,9 +304,10 @@ class Changes(object):
 
     :ivar nodes: slim records of every node updated or created since the
         watermarks (minus the overlap), whatever its group or shard.
-    :ivar updated: the newest ``updated_at`` seen (Ironic's clock), or the
-        previous watermark when nothing newer was seen.
-    :ivar created: the newest ``created_at`` seen, likewise.
+    :ivar updated: the newest ``updated_at`` or ``created_at`` seen
+        (Ironic's clocks), or the previous watermark when nothing newer was
+        seen.
+    :ivar created: the same: one watermark serves both passes.
     :ivar calls: API calls made.
     :ivar http_seconds: seconds spent in them.
     """
@@ -584,8 +585,13 @@ class IronicClient(object):
                     # then skips newer nodes.
                     raise ChangeFeedUnavailable(
                         'a page of nodes ends with one without %s' % key)
-        return Changes(list(seen.values()), newest['updated_at'],
-                       newest['created_at'], meter)
+        # NOTE(ironic-partition): one watermark for both passes, the
+        # newest stamp of either kind: the overlap already covers clock
+        # differences between Ironic's hosts, and a created_at watermark
+        # alone would not move while nothing is created, reading the last
+        # batch of enrolled nodes at every refresh.
+        mark = max(newest.values())
+        return Changes(list(seen.values()), mark, mark, meter)
 
     def newest_stamps(self, microversion=MIN_MICROVERSION):
         """Ironic's newest ``updated_at`` and ``created_at``, as watermarks.
@@ -594,8 +600,8 @@ class IronicClient(object):
         newer, and the next :meth:`node_changes` reads it.
 
         :param microversion: the API microversion.
-        :returns: ``(updated, created, meter)``, datetimes (the epoch when
-            Ironic has no such node).
+        :returns: ``(updated, created, meter)``: both the newest of the two
+            timestamps (the epoch when Ironic has no node).
         :raises ChangeFeedUnavailable: see :meth:`node_changes`.
         :raises IronicUnavailable: Ironic cannot be reached or failed.
         """
@@ -623,7 +629,8 @@ class IronicClient(object):
                 raise ChangeFeedUnavailable(
                     'more than %d nodes without %s' % (_HEAD_PAGE, key))
             stamps.append(stamp)
-        return stamps[0], stamps[1], meter
+        # NOTE(ironic-partition): one watermark, as node_changes keeps.
+        return max(stamps), max(stamps), meter
 
     def _page_bodies(self, path, key, params, microversion, meter=None):
         """Yield the items of each page of a paginated Ironic list.

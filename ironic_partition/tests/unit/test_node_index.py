@@ -182,6 +182,29 @@ class TestNodeChanges(base.TestCase):
                                 overlap=2)
         self.assertEqual([], changes.nodes)
 
+    def test_creation_watermark_moves_with_updates(self):
+        # A batch enrolled at one instant is read again only until a later
+        # change moves the one watermark past it.
+        fake = FakeIronic()
+        batch = [fake.create() for _ in range(20)]
+        fake.now = fake.rows[batch[0]]['created_at']
+        for u in batch:
+            fake.rows[u]['created_at'] = fake.now
+            fake.rows[u]['updated_at'] = fake.now
+        since = fake.now
+        fake.tick(30)
+        fake.update(batch[0], maintenance=True)
+        changes = self._changes(fake, since, overlap=2, page_size=50)
+        self.assertEqual(20, len(changes.nodes))
+        fake.tick(30)
+        fake.update(batch[1], maintenance=True)
+        changes = self._changes(fake, changes.updated, overlap=2,
+                                page_size=50)
+        # The new change, and the last one again (at the watermark, inside
+        # the overlap); not the batch.
+        self.assertEqual({batch[0], batch[1]},
+                         {n.id for n in changes.nodes})
+
     def test_watermark_is_ironics_clock_not_ours(self):
         fake = FakeIronic()
         fake.now = T0 - datetime.timedelta(days=365)
@@ -205,9 +228,10 @@ class TestNodeChanges(base.TestCase):
         u = fake.create()
         fake.create(stamp=False)
         updated, created, meter = _client(fake).newest_stamps()
-        self.assertEqual(fake.rows[u]['updated_at'], updated)
-        self.assertEqual(max(r['created_at'] for r in fake.rows.values()),
-                         created)
+        # One watermark: the newest stamp of either kind.
+        newest = max(r['created_at'] for r in fake.rows.values())
+        self.assertGreater(newest, fake.rows[u]['updated_at'])
+        self.assertEqual((newest, newest), (updated, created))
         # One node per timestamp, and a larger page past the node without
         # an updated_at that PostgreSQL sorts first.
         self.assertEqual(3, meter.calls)
