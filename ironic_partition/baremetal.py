@@ -28,6 +28,7 @@ a raw keystoneauth exception, and never get an empty or partial list
 instead of an error.
 """
 
+from concurrent import futures
 import datetime
 import queue
 import sys
@@ -257,6 +258,27 @@ class _Prefetcher(object):
         except queue.Empty:
             pass
         self._thread.join()
+
+
+def _later(stamp, other):
+    """Whether ``stamp`` is later than ``other`` (None is earliest)."""
+    if other is None:
+        return stamp is not None
+    return stamp is not None and stamp > other
+
+
+def _run_both(first, second):
+    """Run two calls at once; return both results, or raise the first error.
+
+    :param first: a callable, run in a thread of its own.
+    :param second: a callable, run in this thread.
+    :returns: ``[first(), second()]``.
+    """
+    with futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix='ironic-partition') as pool:
+        pending = pool.submit(first)
+        other = second()
+        return [pending.result(), other]
 
 
 class Meter(object):
@@ -557,41 +579,57 @@ class IronicClient(object):
         :raises IronicRequestError: Ironic refused the query.
         """
         meter = Meter()
+        # NOTE(ironic-partition): the two passes run at once: a refresh
+        # waits for Ironic once, not twice.
+        passes = _run_both(
+            lambda: self._feed_pass('updated_at', updated_since, overlap,
+                                    microversion, meter),
+            lambda: self._feed_pass('created_at', created_since, overlap,
+                                    microversion, meter))
         seen = {}
-        newest = {}
-        for key, since in (('updated_at', updated_since),
-                           ('created_at', created_since)):
-            newest[key] = since
-            stop = since - overlap
-            params = {'sort_key': key, 'sort_dir': 'desc',
-                      'limit': self.page_size}
-            for page in self._page_bodies('/nodes/detail', 'nodes', params,
-                                          microversion, meter):
-                done = False
-                for body in page:
-                    stamp = parse_timestamp(body.get(key))
-                    if stamp is not None and stamp < stop:
-                        done = True
-                        break
-                    if stamp is not None and stamp > newest[key]:
-                        newest[key] = stamp
-                    if body['uuid'] not in seen:
-                        seen[body['uuid']] = Node.from_api(body)
-                if done:
-                    break
-                if len(page) >= self.page_size and page[-1].get(key) is None:
-                    # NOTE(ironic-partition): the next page's marker would
-                    # have no timestamp, and Ironic's keyset pagination
-                    # then skips newer nodes.
-                    raise ChangeFeedUnavailable(
-                        'a page of nodes ends with one without %s' % key)
+        for found, _newest in passes:
+            for uuid, (stamp, node) in found.items():
+                # One record per node: the later state of the two reads.
+                if uuid not in seen or _later(stamp, seen[uuid][0]):
+                    seen[uuid] = (stamp, node)
         # NOTE(ironic-partition): one watermark for both passes, the
         # newest stamp of either kind: the overlap already covers clock
         # differences between Ironic's hosts, and a created_at watermark
         # alone would not move while nothing is created, reading the last
         # batch of enrolled nodes at every refresh.
-        mark = max(newest.values())
-        return Changes(list(seen.values()), mark, mark, meter)
+        mark = max(newest for _found, newest in passes)
+        return Changes([node for _stamp, node in seen.values()], mark, mark,
+                       meter)
+
+    def _feed_pass(self, key, since, overlap, microversion, meter):
+        """One pass of the change feed, newest first by ``key``.
+
+        :returns: ``({uuid: (updated_at, Node)}, newest stamp seen)``.
+        """
+        found = {}
+        newest = since
+        stop = since - overlap
+        params = {'sort_key': key, 'sort_dir': 'desc',
+                  'limit': self.page_size}
+        for page in self._page_bodies('/nodes/detail', 'nodes', params,
+                                      microversion, meter):
+            for body in page:
+                stamp = parse_timestamp(body.get(key))
+                if stamp is not None and stamp < stop:
+                    return found, newest
+                if stamp is not None and stamp > newest:
+                    newest = stamp
+                if body['uuid'] not in found:
+                    found[body['uuid']] = (
+                        parse_timestamp(body.get('updated_at')),
+                        Node.from_api(body))
+            if len(page) >= self.page_size and page[-1].get(key) is None:
+                # NOTE(ironic-partition): the next page's marker would have
+                # no timestamp, and Ironic's keyset pagination then skips
+                # newer nodes.
+                raise ChangeFeedUnavailable(
+                    'a page of nodes ends with one without %s' % key)
+        return found, newest
 
     def newest_stamps(self, microversion=MIN_MICROVERSION):
         """Ironic's newest ``updated_at`` and ``created_at``, as watermarks.
@@ -606,31 +644,29 @@ class IronicClient(object):
         :raises IronicUnavailable: Ironic cannot be reached or failed.
         """
         meter = Meter()
-        stamps = []
-        for key in ('updated_at', 'created_at'):
-            stamp = _EPOCH
-            # NOTE(ironic-partition): one node usually answers; a larger
-            # page only when the newest has no timestamp (PostgreSQL sorts
-            # those first).
-            for limit in (1, _HEAD_PAGE):
-                params = {'sort_key': key, 'sort_dir': 'desc',
-                          'limit': limit}
-                body = self._get('/nodes/detail', params, microversion,
-                                 meter)
-                page = body.get('nodes') or ()
-                found = [parse_timestamp(b.get(key)) for b in page]
-                found = [f for f in found if f is not None]
-                if found:
-                    stamp = max(found)
-                    break
-                if len(page) < limit:
-                    break
-            else:
-                raise ChangeFeedUnavailable(
-                    'more than %d nodes without %s' % (_HEAD_PAGE, key))
-            stamps.append(stamp)
+        stamps = _run_both(
+            lambda: self._newest_stamp('updated_at', microversion, meter),
+            lambda: self._newest_stamp('created_at', microversion, meter))
         # NOTE(ironic-partition): one watermark, as node_changes keeps.
         return max(stamps), max(stamps), meter
+
+    def _newest_stamp(self, key, microversion, meter):
+        stamp = _EPOCH
+        # NOTE(ironic-partition): one node usually answers; a larger page
+        # only when the newest has no timestamp (PostgreSQL sorts those
+        # first).
+        for limit in (1, _HEAD_PAGE):
+            params = {'sort_key': key, 'sort_dir': 'desc', 'limit': limit}
+            body = self._get('/nodes/detail', params, microversion, meter)
+            page = body.get('nodes') or ()
+            found = [parse_timestamp(b.get(key)) for b in page]
+            found = [f for f in found if f is not None]
+            if found:
+                return max(found)
+            if len(page) < limit:
+                return stamp
+        raise ChangeFeedUnavailable(
+            'more than %d nodes without %s' % (_HEAD_PAGE, key))
 
     def _page_bodies(self, path, key, params, microversion, meter=None):
         """Yield the items of each page of a paginated Ironic list.

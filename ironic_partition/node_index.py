@@ -32,6 +32,7 @@ that carries one.
 """
 
 import collections
+from concurrent import futures
 import datetime
 import time
 
@@ -126,12 +127,34 @@ class NodeIndex(object):
         self._synced_at = None
         started = self._clock()
         mv = self._microversion(shard)
-        try:
-            updated, created, head = self.client.newest_stamps(mv)
-        except baremetal.ChangeFeedUnavailable as e:
-            LOG.info('Listing in full at every refresh for now: %s', e)
-            updated = created = None
-            head = baremetal.Meter()
+        # NOTE(ironic-partition): the watermarks are read while the first
+        # page is: a change committed since is newer than them, and the
+        # next change feed reads it.
+        with futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix='ironic-partition') as pool:
+            stamps = pool.submit(self.client.newest_stamps, mv)
+            meter = self._list_pages(conductor_group, shard)
+            try:
+                updated, created, head = stamps.result()
+            except baremetal.ChangeFeedUnavailable as e:
+                LOG.info('Listing in full at every refresh for now: %s', e)
+                updated = created = None
+                head = baremetal.Meter()
+        nodes = self.nodes
+        self._updated, self._created = updated, created
+        self._synced_at = started
+        LOG.debug('Listed %(count)d nodes in full (%(reason)s) in '
+                  '%(calls)d calls', {'count': len(nodes), 'reason': reason,
+                                      'calls': meter.calls + head.calls})
+        return IndexUpdate(True, len(nodes), meter.calls + head.calls,
+                           meter.http_seconds + head.http_seconds, reason)
+
+    def _list_pages(self, conductor_group, shard):
+        """List the partition into the index, in place, page by page.
+
+        :returns: the :class:`~ironic_partition.baremetal.Meter` of the
+            listing.
+        """
         meter = baremetal.Meter()
         nodes = self.nodes
         seen = set()
@@ -147,13 +170,7 @@ class NodeIndex(object):
                 seen.add(node.id)
         for gone in [u for u in nodes if u not in seen]:
             del nodes[gone]
-        self._updated, self._created = updated, created
-        self._synced_at = started
-        LOG.debug('Listed %(count)d nodes in full (%(reason)s) in '
-                  '%(calls)d calls', {'count': len(nodes), 'reason': reason,
-                                      'calls': meter.calls + head.calls})
-        return IndexUpdate(True, len(nodes), meter.calls + head.calls,
-                           meter.http_seconds + head.http_seconds, reason)
+        return meter
 
     def _apply_changes(self, key):
         conductor_group, shard = key
