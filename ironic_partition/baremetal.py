@@ -322,24 +322,22 @@ class ChangeFeedUnavailable(Exception):
 
 
 class Changes(object):
-    """What changed in Ironic since two watermarks.
+    """What changed in Ironic since a watermark.
 
     :ivar nodes: slim records of every node updated or created since the
-        watermarks (minus the overlap), whatever its group or shard.
-    :ivar updated: the newest ``updated_at`` or ``created_at`` seen
-        (Ironic's clocks), or the previous watermark when nothing newer was
-        seen.
-    :ivar created: the same: one watermark serves both passes.
+        watermark (minus the overlap), whatever its group or shard.
+    :ivar mark: the new watermark: the newest ``updated_at`` or
+        ``created_at`` seen (Ironic's clocks), or the previous one when
+        nothing newer was seen.
     :ivar calls: API calls made.
     :ivar http_seconds: seconds spent in them.
     """
 
-    __slots__ = ('nodes', 'updated', 'created', 'calls', 'http_seconds')
+    __slots__ = ('nodes', 'mark', 'calls', 'http_seconds')
 
-    def __init__(self, nodes, updated, created, meter):
+    def __init__(self, nodes, mark, meter):
         self.nodes = nodes
-        self.updated = updated
-        self.created = created
+        self.mark = mark
         self.calls = meter.calls
         self.http_seconds = meter.http_seconds
 
@@ -550,29 +548,28 @@ class IronicClient(object):
             nodes.extend(Node.from_api(n) for n in body.get('nodes') or ())
         return nodes
 
-    def node_changes(self, updated_since, created_since, overlap,
-                     microversion=MIN_MICROVERSION):
-        """The nodes changed or created since two watermarks, fleet-wide.
+    def node_changes(self, since, overlap, microversion=MIN_MICROVERSION):
+        """The nodes changed or created since a watermark, fleet-wide.
 
         Reads ``GET /v1/nodes/detail`` sorted by ``updated_at`` and then
         by ``created_at``, newest first, until a node older than the
         watermark minus ``overlap`` (``fields`` cannot ask for these
         timestamps, so the detailed view is read, for the changed nodes
-        only). The watermarks are Ironic's own timestamps, never this
-        host's clock; the overlap covers transactions that committed out
-        of order and clock differences between Ironic's hosts.
+        only). The watermark is Ironic's own timestamp, never this host's
+        clock, and serves both passes; the overlap covers transactions
+        that committed out of order and clock differences between Ironic's
+        hosts.
 
         A node never updated since it was created has no ``updated_at``;
         the ``created_at`` pass finds it. PostgreSQL sorts those nodes
         first (MySQL last); Ironic cannot page past them reliably, so when
         they fill a whole page the feed gives up.
 
-        :param updated_since: the ``updated_at`` watermark (a datetime).
-        :param created_since: the ``created_at`` watermark (a datetime).
-        :param overlap: a ``timedelta`` read again before the watermarks.
+        :param since: the watermark (a datetime).
+        :param overlap: a ``timedelta`` read again before the watermark.
         :param microversion: the API microversion (``shard`` needs 1.82).
-        :returns: :class:`Changes`, its nodes newest first (one record per
-            node, its latest state).
+        :returns: :class:`Changes`, one record per node (its latest
+            state).
         :raises ChangeFeedUnavailable: the feed cannot prove it is
             complete; list in full instead.
         :raises IronicUnavailable: Ironic cannot be reached or failed.
@@ -582,9 +579,9 @@ class IronicClient(object):
         # NOTE(ironic-partition): the two passes run at once: a refresh
         # waits for Ironic once, not twice.
         passes = _run_both(
-            lambda: self._feed_pass('updated_at', updated_since, overlap,
+            lambda: self._feed_pass('updated_at', since, overlap,
                                     microversion, meter),
-            lambda: self._feed_pass('created_at', created_since, overlap,
+            lambda: self._feed_pass('created_at', since, overlap,
                                     microversion, meter))
         seen = {}
         for found, _newest in passes:
@@ -598,8 +595,7 @@ class IronicClient(object):
         # alone would not move while nothing is created, reading the last
         # batch of enrolled nodes at every refresh.
         mark = max(newest for _found, newest in passes)
-        return Changes([node for _stamp, node in seen.values()], mark, mark,
-                       meter)
+        return Changes([node for _stamp, node in seen.values()], mark, meter)
 
     def _feed_pass(self, key, since, overlap, microversion, meter):
         """One pass of the change feed, newest first by ``key``.
@@ -631,14 +627,14 @@ class IronicClient(object):
                     'a page of nodes ends with one without %s' % key)
         return found, newest
 
-    def newest_stamps(self, microversion=MIN_MICROVERSION):
-        """Ironic's newest ``updated_at`` and ``created_at``, as watermarks.
+    def newest_stamp(self, microversion=MIN_MICROVERSION):
+        """Ironic's newest ``updated_at`` or ``created_at``: a watermark.
 
         Read before a full listing: what changes during the listing is
         newer, and the next :meth:`node_changes` reads it.
 
         :param microversion: the API microversion.
-        :returns: ``(updated, created, meter)``: both the newest of the two
+        :returns: ``(mark, meter)``: the newer of the two newest
             timestamps (the epoch when Ironic has no node).
         :raises ChangeFeedUnavailable: see :meth:`node_changes`.
         :raises IronicUnavailable: Ironic cannot be reached or failed.
@@ -648,7 +644,7 @@ class IronicClient(object):
             lambda: self._newest_stamp('updated_at', microversion, meter),
             lambda: self._newest_stamp('created_at', microversion, meter))
         # NOTE(ironic-partition): one watermark, as node_changes keeps.
-        return max(stamps), max(stamps), meter
+        return max(stamps), meter
 
     def _newest_stamp(self, key, microversion, meter):
         stamp = _EPOCH

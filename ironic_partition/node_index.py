@@ -18,10 +18,10 @@ A :class:`NodeIndex` holds one slim record per node of a conductor group
 (and shard), the one copy of the fleet a service keeps. Its first
 :meth:`~NodeIndex.refresh` lists the partition in full, page by page as
 the pages arrive. Later refreshes read only Ironic's change feed: the
-nodes updated or created since the last watermarks, fleet-wide, so that a
+nodes updated or created since the last watermark, fleet-wide, so that a
 node moved out of the partition is seen (and dropped) as well as one
-moved in. The watermarks are Ironic's own ``updated_at`` and
-``created_at``, read again with an overlap.
+moved in. The watermark is the newest of Ironic's own ``updated_at`` and
+``created_at`` stamps, read again with an overlap.
 
 Ironic keeps no trace of a deleted node, so deletions are found by the
 full listing that runs every ``[ironic_partition] full_resync_interval``
@@ -57,7 +57,7 @@ class NodeIndex(object):
     :param resync_interval: seconds between full listings; 0 lists in
         full at every refresh.
     :param overlap: seconds of the change feed read again before the
-        watermarks.
+        watermark.
     :param clock: a monotonic clock.
     """
 
@@ -71,8 +71,7 @@ class NodeIndex(object):
         self.nodes = {}
         self._key = None
         self._synced_at = None
-        self._updated = None
-        self._created = None
+        self._mark = None
 
     def __len__(self):
         return len(self.nodes)
@@ -87,7 +86,7 @@ class NodeIndex(object):
                 'the partition changed'
         if self._synced_at is None:
             return 'the last listing did not finish'
-        if self._updated is None:
+        if self._mark is None:
             return 'no change feed watermark'
         if self.resync_interval <= 0:
             return 'full_resync_interval is 0'
@@ -127,21 +126,21 @@ class NodeIndex(object):
         self._synced_at = None
         started = self._clock()
         mv = self._microversion(shard)
-        # NOTE(ironic-partition): the watermarks are read while the first
+        # NOTE(ironic-partition): the watermark is read while the first
         # page is: a change committed since is newer than them, and the
         # next change feed reads it.
         with futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix='ironic-partition') as pool:
-            stamps = pool.submit(self.client.newest_stamps, mv)
+            stamps = pool.submit(self.client.newest_stamp, mv)
             meter = self._list_pages(conductor_group, shard)
             try:
-                updated, created, head = stamps.result()
+                mark, head = stamps.result()
             except baremetal.ChangeFeedUnavailable as e:
                 LOG.info('Listing in full at every refresh for now: %s', e)
-                updated = created = None
+                mark = None
                 head = baremetal.Meter()
         nodes = self.nodes
-        self._updated, self._created = updated, created
+        self._mark = mark
         self._synced_at = started
         LOG.debug('Listed %(count)d nodes in full (%(reason)s) in '
                   '%(calls)d calls', {'count': len(nodes), 'reason': reason,
@@ -175,7 +174,7 @@ class NodeIndex(object):
     def _apply_changes(self, key):
         conductor_group, shard = key
         changes = self.client.node_changes(
-            self._updated, self._created, self.overlap,
+            self._mark, self.overlap,
             microversion=self._microversion(shard))
         group = conductor_group.lower() if conductor_group is not None \
             else None
@@ -189,6 +188,6 @@ class NodeIndex(object):
                 nodes[node.id] = node
             else:
                 nodes.pop(node.id, None)
-        self._updated, self._created = changes.updated, changes.created
+        self._mark = changes.mark
         return IndexUpdate(False, len(changes.nodes), changes.calls,
                            changes.http_seconds, None)
