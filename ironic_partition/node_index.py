@@ -127,7 +127,7 @@ class NodeIndex(object):
         started = self._clock()
         mv = self._microversion(shard)
         # NOTE(ironic-partition): the watermark is read while the first
-        # page is: a change committed since is newer than them, and the
+        # page is: a change committed since is newer than it, and the
         # next change feed reads it.
         with futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix='ironic-partition') as pool:
