@@ -38,6 +38,7 @@ from ironic_partition.testing.enroll import \
     node_conductors
 from ironic_partition.testing.enroll import \
     set_instance_uuid
+from ironic_partition.testing.glance import GlanceFixture
 from ironic_partition.testing.ironic import Conductor
 from ironic_partition.testing.ironic import \
     DEFAULT_CONDUCTOR_GROUPS
@@ -46,10 +47,13 @@ from ironic_partition.testing.ironic import IronicFixture
 from ironic_partition.testing.ironic import pids_alive
 from ironic_partition.testing.ironic import Service
 from ironic_partition.testing.ironic import wait_for
+from ironic_partition.testing.neutron import NeutronFixture
 from ironic_partition.testing.nova import NOVA_DRIVER
 from ironic_partition.testing.nova import NovaFixture
 from ironic_partition.testing.nova import PARTITION_DRIVER
 from ironic_partition.testing.nova import RabbitVhostFixture
+from ironic_partition.testing.nova_api import NovaAPIFixture
+from ironic_partition.testing.servers import ServerRecords
 
 __all__ = [
     'bulk_enroll',
@@ -60,15 +64,19 @@ __all__ = [
     'DatabaseFixture',
     'DEFAULT_CONDUCTOR_GROUPS',
     'enroll_api',
+    'GlanceFixture',
     'HarnessError',
     'IronicFixture',
     'make_available',
+    'NeutronFixture',
     'node_conductors',
     'NOVA_DRIVER',
+    'NovaAPIFixture',
     'NovaFixture',
     'PARTITION_DRIVER',
     'pids_alive',
     'RabbitVhostFixture',
+    'ServerRecords',
     'Service',
     'set_instance_uuid',
     'wait_for',

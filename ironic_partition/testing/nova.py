@@ -284,6 +284,12 @@ class NovaFixture(fixtures.Fixture):
     :param start_timeout: seconds allowed for each service to come up.
     :param start_computes: start the computes at setUp.
     :param keep_workdir: keep configs and logs after cleanup.
+    :param glance_endpoint: glance's URL, for computes that boot servers
+        (:class:`~ironic_partition.testing.glance.GlanceFixture`).
+    :param neutron_endpoint: neutron's URL, which nova asks for a
+        server's ports when deleting it
+        (:class:`~ironic_partition.testing.neutron.NeutronFixture`).
+    :param placement_threads: placement's gunicorn threads (8).
     """
 
     def __init__(self, ironic_endpoint, hosts, partition_key=None,
@@ -291,8 +297,12 @@ class NovaFixture(fixtures.Fixture):
                  partition_options=None, db_backend='mysql',
                  membership_backend='postgresql', extra_config=None,
                  workdir=None, start_timeout=180, start_computes=True,
-                 keep_workdir=False):
+                 keep_workdir=False, glance_endpoint=None,
+                 neutron_endpoint=None, placement_threads=None):
         super().__init__()
+        self.placement_threads = placement_threads or 8
+        self.glance_endpoint = glance_endpoint
+        self.neutron_endpoint = neutron_endpoint
         self.ironic_endpoint = ironic_endpoint
         self.hosts = list(hosts)
         self.partition_key = partition_key
@@ -379,8 +389,10 @@ class NovaFixture(fixtures.Fixture):
         env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=confdir)
         self.placement = self._service('placement', [
             'gunicorn', '--bind', '127.0.0.1:%d' % self.placement_port,
-            '--workers', '1', '--threads', '8', '--timeout', '120',
-            'placement.wsgi.api:application'], env=env)
+            '--workers', '1', '--threads', str(self.placement_threads),
+            '--timeout', '120', '--no-control-socket',
+            'placement.wsgi.api:application'],
+            env=env)
         self.placement.start()
         harness_ironic.wait_for(
             self.placement_ready, self.start_timeout, 'placement',
@@ -405,7 +417,7 @@ class NovaFixture(fixtures.Fixture):
 
     def _common_config(self):
         cadence = self.cadence
-        return {
+        config = {
             'DEFAULT': {
                 'transport_url': self.vhost.transport_url,
                 'state_path': self.workdir,
@@ -429,10 +441,27 @@ class NovaFixture(fixtures.Fixture):
             },
             'conductor': {'workers': 1},
             'scheduler': {'workers': 1},
+            # NOTE(ironic-partition): nova's default quota (10 instances a
+            # project) is below the lane's bursts.
+            'quota': {'instances': -1, 'cores': -1, 'ram': -1},
         }
+        if self.glance_endpoint:
+            # NOTE(ironic-partition): the request's token is passed on;
+            # the harness's glance trusts the identity headers instead.
+            config['glance'] = {'endpoint_override': self.glance_endpoint}
+        if self.neutron_endpoint:
+            # NOTE(ironic-partition): nova asks neutron for a server's
+            # ports on delete (and heals its network info cache every
+            # minute); the harness's neutron has no authentication.
+            config['neutron'] = {'auth_type': 'none',
+                                 'endpoint_override': self.neutron_endpoint}
+        return config
 
     def _prepare_nova(self, dbs):
         config = self._common_config()
+        # NOTE(ironic-partition): nova-conductor's nova.conf takes the
+        # [DEFAULT] extras too (rpc_response_timeout...).
+        config['DEFAULT'].update(self.extra_config.get('DEFAULT', {}))
         config['api_database'] = {'connection': dbs['api'].url}
         config['database'] = {'connection': dbs['cell1'].url}
         self.nova_conf = os.path.join(self.workdir, 'nova.conf')
