@@ -28,7 +28,8 @@ A compute *holds* a node from the resource-tracker run that reports it
 ("Final resource view: name=<node>", nova.compute.resource_tracker at
 debug) until its next run that does not report it begins ("Running
 periodic task ComputeManager.update_available_resource",
-oslo_service.periodic_task at debug), or until it dies or stops. A run
+oslo_service.periodic_task at debug), or until it dies or stops (a run
+that ends during a graceful stop holds until the process is gone). A run
 that ends in "Virt driver is not ready." changes nothing: nova keeps what
 it had. Time during which the process is stopped (SIGSTOP) counts as not
 held: a stopped process cannot act.
@@ -152,7 +153,10 @@ def holds(events, now=None):
                     if node not in reported:
                         end(node, event.time)
             reported = set()
-        elif event.kind in ('kill', 'stop', 'start'):
+        elif event.kind in ('kill', 'stop', 'stopped', 'start'):
+            # NOTE(ironic-partition): a graceful stop may finish a
+            # resource-tracker run after its 'stop' mark; what that run
+            # reported is held until the process is gone ('stopped').
             end_all(event.time)
             reported = set()
             suspended = set()
