@@ -353,6 +353,12 @@ class Reserver(object):
         reported = self.partitioner.reported_nodes()
         free = [node for node in reported.values()
                 if node.instance_id is None]
+        # NOTE(ironic-partition): a read-only run (the CLI) holds no claim
+        # of its own: a node the ring gives this host may still be held
+        # by a peer until that peer's lease runs out; never offer it.
+        peer_held = self.partitioner.claimed_by_others(
+            [node.id for node in free]) if free else frozenset()
+        free = [node for node in free if node.id not in peer_held]
         request = _Request(
             resource_class=resource_class, traits=traits, name=name,
             instance_uuid=instance_uuid,
@@ -366,6 +372,12 @@ class Reserver(object):
             # Ironic reads it as "any node of the fleet".
             detail = _('This service manages %d nodes there now, all with '
                        'an instance') % len(reported)
+            if peer_held:
+                detail = _('This service manages %(count)d nodes there now; '
+                           '%(held)d without an instance are still claimed '
+                           'by another service, the rest have an '
+                           'instance') % {'count': len(reported),
+                                          'held': len(peer_held)}
             unreported = len(result.nodes) - len(reported)
             if unreported:
                 detail += _('; %d more are not reported while its ownership '

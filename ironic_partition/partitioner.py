@@ -594,6 +594,84 @@ class Partitioner(object):
             return True
         return bool(self.claims.reportable((node_id,), now=now))
 
+    def spawn_refusal(self, node_id, now=None):
+        """Tell why this service may not deploy to a node now.
+
+        The test :meth:`may_report` makes, with its reason: a service
+        deploys only to a node it may report at that instant (nova's
+        resource tracker runs the same test). Between scheduling and the
+        spawn a node's claim can move to another service.
+
+        :param node_id: a node UUID.
+        :param now: the monotonic time, ``clock()`` by default.
+        :returns: None when it may, else the reason (a sentence).
+        """
+        now = self._clock() if now is None else now
+        if self.may_report(node_id, now=now):
+            return None
+        result = self.last_result
+        if result is None:
+            return 'no refresh of this service has succeeded yet'
+        if self.identity is not None and self.identity.lost:
+            return 'this process lost its host name to another process'
+        if node_id not in result.nodes:
+            return ("the node is not in this service's last node list (the "
+                    "ring gives it to another service, or another "
+                    "service's instance is on it)")
+        if self.claims.fenced(now):
+            return ("this service's claims ran out (fenced) since its last "
+                    "successful claim round")
+        return 'this service holds no valid claim on it'
+
+    def claimed_by_others(self, node_ids):
+        """Read which nodes another service holds a valid claim on.
+
+        For a consumer that hands nodes out without holding claims of its
+        own (``ironic-partition reserve``): a node the ring gives this
+        host may still be claimed by a peer, until its lease runs out.
+
+        :param node_ids: node UUIDs.
+        :returns: a frozenset of those validly claimed by another host;
+            empty when claims are off.
+        :raises MembershipError: the claims database cannot be read.
+        """
+        store = self.store
+        if store is None or not claims_mod.wanted(self.conf, store):
+            return frozenset()
+        role = (getattr(self.membership, 'role', None) or
+                claims_mod.DEFAULT_ROLE)
+        host = self._settings.host.lower()
+        try:
+            snapshot = store.claims.read_claims(role, node_ids=node_ids)
+        except claims_mod.DATABASE_ERRORS as e:
+            if isinstance(e, exception.MembershipError):
+                raise
+            raise exception.MembershipError(
+                reason='cannot read the ownership claims: %s' % e) from e
+        return frozenset(c.node_id for c in snapshot.claims
+                         if c.valid and c.owner != host)
+
+    def claim_holder(self, node_id):
+        """Read who holds a valid claim on a node, by the database.
+
+        For log lines: never raises.
+
+        :param node_id: a node UUID.
+        :returns: the holder's host name, ``'nobody'``, or ``'unknown'``
+            when claims are off or the database cannot be read.
+        """
+        if self.claims is None:
+            return 'unknown'
+        try:
+            snapshot = self.claims.store.claims.read_claims(
+                self.claims.role, node_ids=[node_id])
+        except Exception as e:
+            LOG.debug('Could not read the claim on node %(node)s: %(err)s',
+                      {'node': node_id, 'err': e})
+            return 'unknown'
+        holders = [c.owner for c in snapshot.claims if c.valid]
+        return holders[0] if holders else 'nobody'
+
     def status(self):
         """Describe the claims of this service, for the CLI and logs.
 

@@ -40,6 +40,12 @@ What changes against nova's driver:
 * ``[ironic] conductor_group``/``partition_key`` and ``peer_list`` take
   effect on SIGHUP, ``peer_list`` included although nova 34 registers it
   immutable.
+* A spawn first checks that this service may report the node at that
+  instant (the same test as ``get_available_resource``), before nova's
+  first write to the node; otherwise it raises
+  ``ComputeResourcesUnavailable`` and nova reschedules the build. nova's
+  atomic ``instance_uuid`` write stays the reservation (seed 002); when
+  another instance won it, the build is rescheduled too.
 * ``[ironic] shard`` filters the listing with the conductor group, as
   nova does; without ``peer_list`` the ring is this host alone (nova's
   one compute per shard), with ``peer_list`` the listed hosts share the
@@ -90,6 +96,8 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         # NOTE(ironic-partition): nova keeps instances by its own [DEFAULT]
         # host, exactly as written; the ring uses it lower-cased.
         self._nova_host = conf.host
+        self._orphans = set()
+        self._not_orphans = set()
         self.partition_setup(conf)
 
     def partition_cadence(self, conf):
@@ -141,8 +149,52 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         # NOTE(ironic-partition): a generator, so that nova's instance list
         # is read after the (long) Ironic listing, as nova does; a stale
         # list could orphan a node whose instance was just spawned here.
-        yield from objects.InstanceList.get_uuids_by_host(ctxt,
-                                                          self._nova_host)
+        live = set(objects.InstanceList.get_uuids_by_host(ctxt,
+                                                          self._nova_host))
+        yield from live
+        yield from self._orphans_of_mine(ctxt, live)
+
+    def _orphans_of_mine(self, ctxt, live):
+        """Deleted instances of this host still set on a node.
+
+        A server deleted while its compute was down is deleted by nova-api
+        alone (a "local delete"); its node keeps the instance and stays
+        deployed. It is still this service's (seed 003: the node waits for
+        its owner to tear it down), so it is reported here, where nova's
+        ``_cleanup_running_deleted_instances`` finds it through
+        ``list_instance_uuids`` and tears the node down
+        (``[DEFAULT] running_deleted_instance_action = reap``). Other
+        services never report it: the instance is not theirs.
+
+        Instances found not to be deleted ones of this host are remembered,
+        so a refresh queries nova only for instances it has not seen on a
+        node before.
+
+        :param ctxt: an admin context.
+        :param live: this host's live instance UUIDs.
+        :returns: the UUIDs of this host's deleted instances on a node.
+        """
+        on_nodes = {node.instance_id
+                    for node in self.partitioner.index.nodes.values()
+                    if node.instance_id is not None} - live
+        unknown = on_nodes - self._not_orphans
+        orphans = set(self._orphans & on_nodes)
+        if unknown:
+            found = objects.InstanceList.get_by_filters(
+                ctxt.elevated(read_deleted='only'),
+                {'uuid': sorted(unknown), 'host': self._nova_host},
+                expected_attrs=[], use_slave=True)
+            new = {instance.uuid for instance in found}
+            for uuid in sorted(new - orphans):
+                LOG.warning('Instance %s of this host was deleted while '
+                            'this service was down, and is still on its '
+                            'node: reporting the node until nova tears it '
+                            'down', uuid)
+            orphans |= new
+            self._not_orphans |= unknown - new
+        self._not_orphans &= on_nodes
+        self._orphans = orphans
+        return orphans
 
     def _refresh_cache(self):
         """Refresh the node cache from this service's partition.
@@ -178,6 +230,60 @@ class IronicPartitionDriver(mixin.PartitionMixin,
                         'out since the resource tracker listed it)'
                 % nodename)
         return super().get_available_resource(nodename)
+
+    def prepare_for_spawn(self, instance):
+        """Reserve the node, only while this service may report it.
+
+        nova calls this first in a build, before anything is written to
+        the node. Between the scheduler's choice and now, the node's claim
+        may have moved to another service (this one was paused, or could
+        not renew its claims): then nothing is written, one line names
+        the node, the claim's holder and the reason, and
+        ``ComputeResourcesUnavailable`` makes nova reschedule the build to
+        another host. Otherwise nova reserves the node with its atomic
+        ``instance_uuid`` write (Ironic refuses it while another instance
+        is set), and a build that lost that race is rescheduled as well;
+        nova's ``failed_spawn_cleanup`` leaves a node it never reserved
+        untouched.
+
+        :param instance: the nova ``Instance`` being built.
+        :raises ComputeResourcesUnavailable: to reschedule the build.
+        :returns: None
+        """
+        node_id = instance.get('node')
+        refusal = node_id and self.partitioner.spawn_refusal(node_id)
+        if refusal:
+            holder = self.partitioner.claim_holder(node_id)
+            LOG.warning('Refusing to deploy to node %(node)s (claim held by '
+                        '%(holder)s): %(reason)s; nova reschedules the '
+                        'build', {'node': node_id, 'holder': holder,
+                                  'reason': refusal}, instance=instance)
+            raise nova_exception.ComputeResourcesUnavailable(
+                reason='node %s may not be deployed by %s: %s (claim held '
+                       'by %s)' % (node_id, self._nova_host, refusal,
+                                   holder))
+        try:
+            super().prepare_for_spawn(instance)
+        except nova_exception.InstanceDeployFailure:
+            other = self._reserved_by_other(node_id, instance.uuid)
+            if other is None:
+                raise
+            LOG.warning('Node %(node)s was reserved for instance %(other)s '
+                        'first; nova reschedules the build',
+                        {'node': node_id, 'other': other}, instance=instance)
+            raise nova_exception.ComputeResourcesUnavailable(
+                reason='node %s was reserved for instance %s first'
+                       % (node_id, other))
+
+    def _reserved_by_other(self, node_id, instance_uuid):
+        try:
+            node = self._get_node(node_id)
+        except Exception:
+            LOG.debug('Could not read node %s after a failed reservation',
+                      node_id, exc_info=True)
+            return None
+        other = node.instance_id
+        return other if other and other != instance_uuid else None
 
     def partition_not_ready(self, error):
         """Report a not-ready partition the way nova expects.

@@ -163,6 +163,68 @@ class NovaDriverTestCase(_IronicTestCase):
             self.assertEqual(reported[host] - {other},
                              set(theirs.get_available_nodes()), host)
 
+    def test_spawn_checks_ownership_before_any_write(self):
+        from unittest import mock
+
+        from nova import exception as nova_exception
+        from nova import objects
+        hosts = ['%s-cn%d' % (self.tag, i) for i in range(2)]
+        for host in hosts:
+            nova_env.add_compute(host)
+        novaconf = self.useFixture(nova_env.NovaConf(
+            self.ironic.endpoint, {
+                ('ironic', 'conductor_group'): 'rack1',
+                ('ironic', 'peer_list'): hosts,
+                ('ironic_partition', 'membership_backend'): 'nova'}))
+        driver = self._driver(novaconf, hosts[0])
+        mine = set(driver.get_available_nodes())
+        theirs = sorted(self.groups['rack1'] - mine)[0]
+
+        # A node this service may not report: refused before nova writes
+        # anything to it, in the way nova reschedules.
+        before = self.conn.baremetal.get_node(theirs)
+        refused = objects.Instance(uuid=str(uuid.uuid4()), node=theirs)
+        e = self.assertRaises(nova_exception.ComputeResourcesUnavailable,
+                              driver.prepare_for_spawn, refused)
+        self.assertIn(theirs, str(e))
+        self.assertIn("not in this service's last node list", str(e))
+        after = self.conn.baremetal.get_node(theirs)
+        self.assertIsNone(after.instance_id)
+        self.assertEqual(before.updated_at, after.updated_at)
+        # nova's cleanup of the refused build leaves the node alone.
+        driver.failed_spawn_cleanup(refused)
+        self.assertEqual(before.updated_at,
+                         self.conn.baremetal.get_node(theirs).updated_at)
+
+        # A node it may report: nova's atomic instance_uuid write reserves
+        # it, and nova's cleanup of a failed build releases it.
+        ours, raced = sorted(mine)[:2]
+        built = objects.Instance(uuid=str(uuid.uuid4()), node=ours)
+        driver.prepare_for_spawn(built)
+        self.assertEqual(built.uuid,
+                         self.conn.baremetal.get_node(ours).instance_id)
+        driver.failed_spawn_cleanup(built)
+        self.assertIsNone(self.conn.baremetal.get_node(ours).instance_id)
+
+        # Another instance reserved the node between nova's read and its
+        # write (injected: nova reads a stale node): rescheduled as well.
+        stale = driver._get_node(raced)
+        winner = str(uuid.uuid4())
+        harness.set_instance_uuid(self.conn, raced, winner)
+        lost = objects.Instance(uuid=str(uuid.uuid4()), node=raced)
+        real_get = driver._get_node
+        with mock.patch.object(driver, '_get_node', autospec=True,
+                               side_effect=[stale, real_get(raced)]):
+            e = self.assertRaises(
+                nova_exception.ComputeResourcesUnavailable,
+                driver.prepare_for_spawn, lost)
+        self.assertIn('reserved for instance %s first' % winner, str(e))
+        self.assertEqual(winner,
+                         self.conn.baremetal.get_node(raced).instance_id)
+        driver.failed_spawn_cleanup(lost)
+        self.assertEqual(winner,
+                         self.conn.baremetal.get_node(raced).instance_id)
+
     def test_ironic_down_is_not_ready(self):
         from nova import exception as nova_exception
         host = '%s-cn' % self.tag

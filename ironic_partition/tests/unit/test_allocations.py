@@ -390,6 +390,34 @@ class TestReserve(ReserverTestCase):
                       'are not valid', str(exc))
         self.assertEqual([], self.ironic.created)
 
+    def test_peer_claimed_nodes_are_never_offered(self):
+        # A read-only run holds no claim: nodes the ring gives this host
+        # that a peer still holds a valid claim on (its lease has not run
+        # out) are left out of the candidates.
+        nodes = [api_node(i) for i in range(5)]
+        reserver = self.make(nodes, peers=['cn1'])
+        held = frozenset(n['uuid'] for n in nodes[:2])
+        with mock.patch.object(self.part, 'claimed_by_others',
+                               autospec=True, return_value=held):
+            got = [reserver.reserve('baremetal').node_id for _ in range(3)]
+        self.assertEqual(set(n['uuid'] for n in nodes[2:]), set(got))
+        for created in self.ironic.created:
+            self.assertFalse(held & set(created['candidate_nodes']))
+        self.assertEqual(3, len(self.ironic.created))
+
+    def test_only_peer_claimed_nodes_sends_nothing(self):
+        nodes = [api_node(i) for i in range(2)]
+        reserver = self.make(nodes, peers=['cn1'])
+        held = frozenset(n['uuid'] for n in nodes)
+        with mock.patch.object(self.part, 'claimed_by_others',
+                               autospec=True, return_value=held):
+            exc = self.assertRaises(exception.NoMatchingNode,
+                                    reserver.reserve, 'baremetal')
+        self.assertIn('2 without an instance are still claimed by another '
+                      'service', str(exc))
+        self.assertIn('nothing was sent to Ironic', str(exc))
+        self.assertEqual([], self.ironic.created)
+
     def test_runs_out_then_says_so(self):
         reserver = self.make([api_node(i) for i in range(5)], peers=['cn1'])
         got = [reserver.reserve('baremetal').node_id for _ in range(5)]

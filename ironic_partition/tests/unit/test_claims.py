@@ -21,6 +21,7 @@ scenarios run on real databases in ``tests/functional/db/test_claims.py``.
 """
 
 import collections
+import types
 import uuid
 
 import fixtures
@@ -121,6 +122,14 @@ class FakeClaimsDB(object):
         return {n: r['epoch'] for (ro, n), r in self.rows.items()
                 if ro == role and self._mine(r, host, incarnation)
                 and self._valid(r)}
+
+    def read_claims(self, role, node_ids=None, owner=None):
+        self._statement('read')
+        return types.SimpleNamespace(claims=tuple(
+            types.SimpleNamespace(node_id=n, owner=r['owner'],
+                                  valid=self._valid(r))
+            for (ro, n), r in sorted(self.rows.items())
+            if ro == role and (node_ids is None or n in node_ids)))
 
     def renew_claims(self, role, host, lease, incarnation=None,
                      node_ids=None):
@@ -746,6 +755,51 @@ class TestPartitionerWithClaims(ClaimsTestCase):
         self.advance(LEASE - MARGIN)
         self.assertEqual([nodes[4].id], list(p.reported_nodes()))
         self.assertEqual(5, len(p.last_result.nodes))
+
+    def test_spawn_refusal_says_why_and_who_holds_the_claim(self):
+        nodes = _nodes(6, instances={5: 'mine'})
+        a = self._make('cn1', nodes, ['cn1'])
+        self.assertEqual('no refresh of this service has succeeded yet',
+                         a.spawn_refusal(nodes[0].id))
+        a.refresh(my_instances={'mine'})
+        self.assertIsNone(a.spawn_refusal(nodes[0].id))
+        self.assertIsNone(a.spawn_refusal(nodes[5].id))
+        self.assertIn("not in this service's last node list",
+                      a.spawn_refusal('not-listed'))
+        self.assertEqual('cn1', a.claim_holder(nodes[0].id))
+        self.assertEqual('nobody', a.claim_holder('not-listed'))
+        # Paused past its fence: cn2 takes the node over meanwhile.
+        self.advance(LEASE)
+        b = self._make('cn2', nodes, ['cn2'])
+        b.refresh()
+        self.assertIn('ran out (fenced)', a.spawn_refusal(nodes[0].id))
+        self.assertEqual('cn2', a.claim_holder(nodes[0].id))
+        # Its own instance's node stays deployable (seed 003).
+        self.assertIsNone(a.spawn_refusal(nodes[5].id))
+        self.db.fail = db_exc.DBConnectionError('down')
+        self.assertEqual('unknown', a.claim_holder(nodes[0].id))
+
+    def test_claimed_by_others_reads_valid_claims_of_peers_only(self):
+        nodes = _nodes(4)
+        a = self._make('cn1', nodes, ['cn1'])
+        a.refresh()
+        self.assertEqual(frozenset(), a.claimed_by_others(
+            [n.id for n in nodes]))
+        self.config(group='ironic_partition', host='cn2')
+        self.config(group='ironic', peer_list=['cn1', 'cn2'])
+        b = partitioner.Partitioner(
+            self.conf, test_partitioner.FakeClient(nodes),
+            test_partitioner.FakeMembership(['cn1', 'cn2']), claims=False)
+        b.store = a.claims.store
+        self.assertEqual(frozenset(n.id for n in nodes),
+                         b.claimed_by_others([n.id for n in nodes]))
+        self.advance(LEASE + 1)
+        self.assertEqual(frozenset(), b.claimed_by_others(
+            [n.id for n in nodes]))
+        self.db.fail = db_exc.DBConnectionError('down')
+        e = self.assertRaises(exception.MembershipError,
+                              b.claimed_by_others, [nodes[0].id])
+        self.assertIn('cannot read the ownership claims', str(e))
 
     def test_may_report_applies_the_fence_per_node(self):
         nodes = _nodes(5, instances={4: 'mine'})
