@@ -33,8 +33,12 @@ from oslotest import base
 from testtools import content
 
 from ironic_partition import testing as harness
+from ironic_partition.testing import glance as harness_glance
+from ironic_partition.testing import neutron as harness_neutron
 from ironic_partition.testing import nova as harness_nova
+from ironic_partition.testing import nova_api as harness_api
 from ironic_partition.testing import novalane
+from ironic_partition.testing import servers as harness_servers
 
 LOG = logging.getLogger(__name__)
 
@@ -52,6 +56,9 @@ class _Lane(base.BaseTestCase):
 
     CADENCE = harness_nova.SHORT_CADENCE
     PARTITION_OPTIONS = {'membership_stale_timeout': 20}
+    #: Also run glance, neutron, nova-api and nova-scheduler (``api``,
+    #: ``records``), to boot servers.
+    SERVERS = False
 
     @classmethod
     def setUpClass(cls):
@@ -68,11 +75,29 @@ class _Lane(base.BaseTestCase):
                                if n['conductor_group'] == 'rack1')
             cls.other = sorted(n['uuid'] for n in nodes
                                if n['conductor_group'] == 'rack2')
+            endpoints = {}
+            if cls.SERVERS:
+                cls.glance = harness_glance.GlanceFixture()
+                cls.glance.setUp()
+                cls.neutron = harness_neutron.NeutronFixture()
+                cls.neutron.setUp()
+                endpoints = {'glance_endpoint': cls.glance.endpoint,
+                             'neutron_endpoint': cls.neutron.endpoint}
+            # NOTE(ironic-partition): placement on PostgreSQL where
+            # servers are booted (see test_nova_servers).
             cls.nova = harness_nova.NovaFixture(
                 cls.ironic.endpoint, HOSTS, partition_key='rack1',
                 cadence=cls.CADENCE,
-                partition_options=cls.PARTITION_OPTIONS)
+                db_backend='postgresql' if cls.SERVERS else 'mysql',
+                partition_options=cls.PARTITION_OPTIONS, **endpoints)
             cls.nova.setUp()
+            if cls.SERVERS:
+                cls.api = harness_api.NovaAPIFixture(cls.nova, cls.glance)
+                cls.api.setUp()
+                cls.api.discover_hosts()
+                cls.records = harness_servers.ServerRecords(
+                    cls.nova.cell_url, cls.api.connection(),
+                    harness.connect(cls.ironic.endpoint))
             cls.recorder = novalane.Recorder(cls.nova.cell_url,
                                              cls.nova.placement_endpoint)
             cls.recorder.start()
@@ -86,7 +111,9 @@ class _Lane(base.BaseTestCase):
         for name in ('recorder',):
             if getattr(cls, name, None) is not None:
                 getattr(cls, name).stop()
-        for name in ('nova', 'ironic'):
+        if getattr(cls, 'records', None) is not None:
+            cls.records.close()
+        for name in ('api', 'nova', 'neutron', 'glance', 'ironic'):
             fixture = getattr(cls, name, None)
             if fixture is not None:
                 try:
@@ -422,6 +449,7 @@ class NovaDefaultCadenceLaneTest(_Lane):
 
     CADENCE = harness_nova.NOVA_DEFAULT_CADENCE
     PARTITION_OPTIONS = {'membership_stale_timeout': 300}
+    SERVERS = True
 
     @classmethod
     def setUpClass(cls):
@@ -430,6 +458,26 @@ class NovaDefaultCadenceLaneTest(_Lane):
                 'IRONIC_PARTITION_TEST_NOVA_FAST=1: skipping the nova lane '
                 'with nova\'s default cadence')
         super().setUpClass()
+
+    def test_boot_and_delete_default_cadence(self):
+        self.steady()
+        since = time.time()
+        ids = self.api.boot_many(4, 'default')
+        self.addCleanup(self.api.delete_and_wait, ids, 600)
+        servers = self.api.wait_final(ids, 600)
+        self.assertEqual({}, harness_api.faults(servers))
+        self.assertEqual([], self.records.problems(ids, 'CUSTOM_BAREMETAL'))
+        for server in servers.values():
+            self.assertIn(server.compute_host, HOSTS)
+            self.assertIn(server.hypervisor_hostname, self.group)
+        self.api.delete_and_wait(ids, 600)
+        harness.wait_for(self.records.nodes_available, 600,
+                         'every node back to available', interval=2)
+        self.assertEqual([], self.records.problems(ids, 'CUSTOM_BAREMETAL'))
+        self.assertEqual({}, self.records.usages())
+        self.steady()
+        self.assert_no_double_hold(since=since)
+        self.assert_no_damage()
 
     def test_kill_takeover_default_cadence(self):
         self.steady()

@@ -1,0 +1,612 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The nova lane with servers: nova boots and deletes them through us.
+
+One deployment for the class: a real Ironic (conductor groups ``rack1``
+and ``rack2``, 36 fake-hardware nodes, automated cleaning on), glance,
+neutron (for the delete path's port listing), placement, nova-api,
+nova-scheduler, nova-conductor and three nova-compute services running
+our driver: ``cn1`` and ``cn2`` share ``rack1``, ``cn3`` has ``rack2``.
+Servers are booted with ``networks: none`` through the compute API.
+
+Everything is asserted from outside our code: the servers API, the cell
+database's ``instances`` and ``compute_nodes``, placement's allocations
+and providers, Ironic's nodes, and the computes' resource-tracker lines.
+See ``doc/source/contributor/nova-lane.rst``.
+"""
+
+import json
+import logging
+import os
+import threading
+import time
+
+from testtools import content
+
+from ironic_partition import testing as harness
+from ironic_partition.testing import cli as harness_cli
+from ironic_partition.testing import glance as harness_glance
+from ironic_partition.testing import neutron as harness_neutron
+from ironic_partition.testing import nova as harness_nova
+from ironic_partition.testing import nova_api as harness_api
+from ironic_partition.testing import novalane
+from ironic_partition.testing import servers as harness_servers
+from ironic_partition.tests.functional import test_nova_compute
+
+LOG = logging.getLogger(__name__)
+
+RACK1 = ['cn1', 'cn2']
+RACK2 = ['cn3']
+HOSTS = RACK1 + RACK2
+NODES = 36
+BURST = 30
+RESOURCE_CLASS = 'CUSTOM_BAREMETAL'
+
+#: nova's reaping of servers deleted while their compute was down
+#: (``_cleanup_running_deleted_instances``), every this many seconds in
+#: the lane (nova's default: 1800).
+REAP_INTERVAL = 5
+
+#: Seconds a fake-hardware deploy or cleaning takes here at most, for
+#: the bounds (it takes 2 to 6 s on two loaded cores).
+PROVISION = 60
+
+
+class ServersLaneTest(test_nova_compute._Lane):
+    """Servers booted and deleted through nova, under faults."""
+
+    CADENCE = harness_nova.SHORT_CADENCE
+    PARTITION_OPTIONS = {'membership_stale_timeout': 20}
+
+    @classmethod
+    def setUpClass(cls):
+        super(test_nova_compute._Lane, cls).setUpClass()
+        cls.started = time.time()
+        cls.switched = False
+        cls.fixtures = []
+        try:
+            cls._deploy()
+        except BaseException:
+            cls._tear_down()
+            raise
+
+    @classmethod
+    def _use(cls, fixture):
+        fixture.setUp()
+        cls.fixtures.append(fixture)
+        return fixture
+
+    @classmethod
+    def _deploy(cls):
+        cls.ironic = cls._use(harness.IronicFixture(
+            db_backend='postgresql', conductor_groups=['rack1', 'rack2'],
+            extra_config={'conductor': {'automated_clean': True}}))
+        nodes = harness.bulk_enroll(cls.ironic.config_file, NODES,
+                                    ['rack1', 'rack2'],
+                                    provision_state='available')
+        cls.group = sorted(n['uuid'] for n in nodes
+                           if n['conductor_group'] == 'rack1')
+        cls.other = sorted(n['uuid'] for n in nodes
+                           if n['conductor_group'] == 'rack2')
+        cls.glance = cls._use(harness_glance.GlanceFixture())
+        cls.neutron = cls._use(harness_neutron.NeutronFixture())
+        # NOTE(ironic-partition): nova and placement on PostgreSQL. On
+        # MariaDB (REPEATABLE READ), placement 16 wrote three allocations
+        # on one node's provider (total 1) during a 30-server burst: its
+        # retry after a generation conflict re-checks capacity in the
+        # snapshot of the request's first read. See nova-lane.rst.
+        cls.nova = cls._use(harness_nova.NovaFixture(
+            cls.ironic.endpoint, RACK1, partition_key='rack1',
+            db_backend='postgresql',
+            cadence=cls.CADENCE, partition_options=cls.PARTITION_OPTIONS,
+            glance_endpoint=cls.glance.endpoint,
+            neutron_endpoint=cls.neutron.endpoint,
+            extra_config={'DEFAULT': {
+                'running_deleted_instance_poll_interval': REAP_INTERVAL,
+                # NOTE(ironic-partition): 30 builds scheduled one at a
+                # time on two loaded cores can take longer than nova's
+                # 60 s select_destinations timeout.
+                'rpc_response_timeout': 180}}))
+        cls.nova.add_compute('cn3', config={'ironic': {
+            'partition_key': 'rack2', 'peer_list': 'cn3'}})
+        cls.nova.wait_for_services(HOSTS)
+        cls.api = cls._use(harness_api.NovaAPIFixture(cls.nova, cls.glance))
+        cls.api.discover_hosts()
+        cls.conn = cls.api.connection()
+        cls.records = harness_servers.ServerRecords(
+            cls.nova.cell_url, cls.conn, harness.connect(cls.ironic.endpoint))
+        cls.recorder = novalane.Recorder(cls.nova.cell_url,
+                                         cls.nova.placement_endpoint)
+        cls.recorder.start()
+
+    @classmethod
+    def _tear_down(cls):
+        if getattr(cls, 'recorder', None) is not None:
+            cls.recorder.stop()
+        if getattr(cls, 'records', None) is not None:
+            cls.records.close()
+        for fixture in reversed(getattr(cls, 'fixtures', [])):
+            try:
+                fixture.cleanUp()
+            except Exception:
+                LOG.exception('Cleaning up %s failed', fixture)
+
+    def setUp(self):
+        super().setUp()
+        for name in ('keystoneauth', 'urllib3', 'openstack'):
+            logger = logging.getLogger(name)
+            self.addCleanup(logger.setLevel, logger.level)
+            logger.setLevel(logging.INFO)
+        for name, path in (
+                ('nova-api', self.api.log_path),
+                ('nova-scheduler', self.api.scheduler.log_path),
+                ('glance-api', self.glance.log_path),
+                ('neutron-api', self.neutron.log_path)):
+            self.addDetail('log-' + name, content.content_from_file(
+                path, buffer_now=False))
+        self.created = []
+        self.addCleanup(self._delete_leftovers)
+        # NOTE(ironic-partition): a test that failed half-way may have left
+        # a compute stopped or paused; every test starts with all three.
+        for compute in self.nova.computes.values():
+            compute.resume()
+            if not compute.running():
+                compute.start()
+
+    # -- driving nova ---------------------------------------------------
+
+    def boot_many(self, count, prefix, **kwargs):
+        ids = self.api.boot_many(count, prefix, **kwargs)
+        self.created.extend(ids)
+        return ids
+
+    def wait_final(self, ids, timeout):
+        return self.api.wait_final(ids, timeout)
+
+    def delete_and_wait(self, ids, timeout):
+        self.api.delete_and_wait(ids, timeout)
+
+    def _delete_leftovers(self):
+        left = list(self.api.servers(self.created))
+        if left:
+            try:
+                self.delete_and_wait(left, 300)
+            except Exception:
+                LOG.exception('Could not delete servers %s', left)
+
+    def faults(self, servers):
+        return harness_api.faults(servers)
+
+    def delete_all_and_check(self, ids, since, delete=None):
+        """Delete servers, then check nothing is left and nothing broke.
+
+        Every node back to ``available``, records agree, no allocation
+        or usage left, every node on exactly one compute, no node held by
+        two computes since ``since``, no row or provider deleted.
+
+        :param ids: the servers the test created.
+        :param since: the start of the observation.
+        :param delete: the servers to delete; ``ids`` by default.
+        """
+        self.delete_and_wait(ids if delete is None else delete,
+                             PROVISION * 4)
+        self.wait_nodes_available(PROVISION * 4)
+        self.assert_records_agree(ids)
+        self.assert_no_usage()
+        self.steady()
+        self.assert_no_double_hold(since=since)
+        self.assert_no_damage()
+
+    def assert_only_interrupted(self, errors, nodes, hosts):
+        """Every failed build was interrupted by its compute's restart.
+
+        When a compute starts, nova sets to ERROR, without a fault, the
+        builds it had been sent and not finished: those it had not claimed
+        yet ("Instance spawn was interrupted before instance_claim",
+        logged at debug by ``init_host``) and those it had (still
+        BUILDING on this host). They keep their allocation, on the node
+        they were scheduled to, until deleted. No build may fail for any
+        other reason: not ownership (a refused spawn is rescheduled), not
+        retries.
+
+        :param errors: from :meth:`faults`.
+        :param nodes: the nodes of the computes that were restarted.
+        :param hosts: the computes that were restarted.
+        """
+        instances = self.records.instances(list(errors))
+        for server_id, (status, message) in errors.items():
+            self.assertEqual('ERROR', status)
+            self.assertIsNone(message, server_id)
+            self.assertIn(instances[server_id].host, [None] + list(hosts),
+                          server_id)
+            allocs = self.records.allocations(server_id)
+            self.assertTrue(set(allocs) <= set(nodes), (server_id, allocs))
+
+    def assert_double_holds_after(self, resumed, since):
+        """Nodes held twice only after a SIGCONT, each for under a run.
+
+        After SIGCONT nova acts on its old view until its next
+        resource-tracker run: only nova's run can end that hold (the
+        lane's ``test_e_sigstop_longer_than_lease`` measures the same).
+
+        :param resumed: when the paused compute was continued.
+        :param since: the start of the observation.
+        """
+        seconds, overlaps = self.double_holds(since)
+        self.addDetail('double-holds', content.text_content(
+            '%.1f node-seconds after SIGCONT: %r' % (seconds, overlaps)))
+        for spans in overlaps.values():
+            for start, end, _hosts in spans:
+                self.assertGreaterEqual(start, resumed - 1)
+                self.assertLess(end - start, test_nova_compute.SLACK)
+
+    def assert_records_agree(self, ids):
+        problems = self.records.problems(ids, RESOURCE_CLASS)
+        self.assertEqual([], problems)
+
+    def wait_nodes_available(self, timeout):
+        harness.wait_for(self.records.nodes_available, timeout,
+                         'every node back to available', interval=1)
+
+    def assert_no_usage(self):
+        self.assertEqual({}, self.records.usages())
+
+    # -- the split, per group, instance nodes with their server's host --
+
+    def expected_hosts(self, live):
+        # NOTE(ironic-partition): a node carries an instance when Ironic
+        # says so (seed 003); a build its compute claimed but never
+        # reserved in Ironic leaves the node instance-less.
+        hosts = {uuid: i.host for uuid, i in self.records.instances()
+                 .items() if not i.deleted}
+        instances = {n.id: hosts.get(n.instance_id)
+                     for n in self.records.nodes().values()
+                     if n.instance_id}
+        rack1 = novalane.ring_owners([h for h in live if h in RACK1],
+                                     self.group)
+        expected = {}
+        for node in self.group + self.other:
+            if node in instances:
+                expected[node] = instances[node]
+            elif node in rack1:
+                expected[node] = rack1[node]
+            else:
+                expected[node] = 'cn3'
+        return expected
+
+    def split_done(self, live):
+        expected = self.expected_hosts(live)
+        hosts_of = self.recorder.hosts_of()
+        providers = getattr(self.recorder, 'current_providers', {})
+        for node, host in expected.items():
+            if [h.lower() for h in hosts_of.get(node, [])] != [host]:
+                return False
+            if providers.get(node) != node:
+                return False
+        return True
+
+    def steady(self):
+        return self.wait_split(HOSTS, self.takeover_bound() * 2)
+
+    def held_at(self, host, node, when):
+        events = novalane.parse_compute_log(
+            self.nova.computes[host].log_path)
+        return any(start <= when <= end for start, end in
+                   novalane.holds(events).get(node, []))
+
+    # -- the scenarios --------------------------------------------------
+
+    def test_a_boot_and_delete_a_burst(self):
+        self.steady()
+        since = time.time()
+        ids = self.boot_many(BURST, 'burst')
+        servers = self.wait_final(ids, PROVISION * 4)
+        took = time.time() - since
+        self.assertEqual({}, self.faults(servers))
+        self.assert_records_agree(ids)
+        instances = self.records.instances(ids)
+        per_host = {h: 0 for h in HOSTS}
+        for server_id in ids:
+            inst = instances[server_id]
+            per_host[inst.host] += 1
+            # Built on a node its compute held (reported) at the time.
+            launched = servers[server_id].launched_at
+            stamp = time.mktime(time.strptime(launched[:19],
+                                              '%Y-%m-%dT%H:%M:%S'))
+            self.assertTrue(
+                self.held_at(inst.host, inst.node, stamp) or
+                self.held_at(inst.host, inst.node, stamp - time.timezone),
+                '%s built on %s, not held by %s' % (server_id, inst.node,
+                                                    inst.host))
+        self.assertEqual(BURST, len({instances[i].node for i in ids}))
+        self.addDetail('burst', content.text_content(
+            '%d servers ACTIVE in %.1f s; per compute %r' % (
+                BURST, took, per_host)))
+        self.delete_all_and_check(ids, since)
+
+    def _write_instance_hosts(self):
+        path = os.path.join(self.nova.workdir, 'instance-hosts.json')
+        with open(path, 'w') as stream:
+            json.dump([{'ID': s.id, 'Host': s.compute_host}
+                       for s in self.conn.compute.servers(
+                           details=True, all_projects=True)], stream)
+        return path
+
+    def status_of(self, host):
+        """``ironic-partition status`` with a compute's own nova.conf."""
+        extra = os.path.join(self.nova.workdir, 'status-%s.conf' % host)
+        harness_nova._write_config(extra, {'ironic_partition': {
+            'host': host}})
+        out = harness_cli.run_cli(
+            '--config-file', self.nova.computes[host].config_file,
+            '--config-file', extra, 'status', '--role', 'nova-compute',
+            '--instance-hosts', self._write_instance_hosts(), '--format',
+            'json')
+        self.assertEqual(0, out.returncode, out.stderr)
+        return json.loads(out.stdout)
+
+    def test_b_compute_killed_during_a_burst(self):
+        self.steady()
+        since = time.time()
+        ids = self.boot_many(BURST, 'kill')
+        cn2_nodes = {n for n, hosts in self.recorder.hosts_of().items()
+                     if hosts == ['cn2']}
+        killed = time.time()
+        self.nova.kill_compute('cn2')
+        # The survivors: cn1 takes cn2's instance-less nodes over, while
+        # the servers cn2 built stay with cn2 (stranded).
+        def settled():
+            # Every build is done, or was accepted by the dead compute, or
+            # waits in its queue (scheduled to one of its nodes).
+            instances = self.records.instances(ids)
+            servers = self.api.servers(ids)
+            return all(
+                servers[i].status in harness_servers.FINAL_STATES or
+                (i in instances and instances[i].host == 'cn2') or
+                set(self.records.allocations(i)) & cn2_nodes
+                for i in ids)
+        harness.wait_for(settled, PROVISION * 4,
+                         'the builds not on cn2 to end', interval=1)
+        self.wait_split(['cn1', 'cn3'], self.takeover_bound() + PROVISION)
+        on_cn2 = {i: inst for i, inst in self.records.instances(ids).items()
+                  if inst.host == 'cn2'}
+        active_on_cn2 = {i: inst for i, inst in on_cn2.items()
+                         if inst.vm_state == 'active'}
+        hosts_of = self.recorder.hosts_of()
+        status = self.status_of('cn1')
+        stranded = {row['node']: row for row in status['stranded']}
+        for server_id, inst in active_on_cn2.items():
+            # Reported by nobody but its dead owner's last row.
+            self.assertEqual(['cn2'], hosts_of.get(inst.node))
+            self.assertIn(inst.node, stranded)
+            self.assertEqual('cn2', stranded[inst.node]['owner'])
+        self.addDetail('stranded', content.text_content(
+            '%d ACTIVE servers on cn2 when killed; status: %r' % (
+                len(active_on_cn2), status['stranded'])))
+        restarted = time.time()
+        self.nova.start_compute('cn2')
+        # Bound: nova-compute's start and its first resource-tracker run,
+        # then its instances interrupted in BUILD are set to ERROR.
+        servers = self.wait_final(ids, self.takeover_bound() + PROVISION)
+        final_at = time.time() - killed
+        errors = self.faults(servers)
+        # A named fault (a reschedule that found every alternate taken,
+        # in a burst on a fleet 30/36 full), or nova's fault-less ERROR of
+        # a build interrupted by cn2's death.
+        self.assert_only_interrupted(
+            {i: e for i, e in errors.items() if not e[1]}, cn2_nodes,
+            ['cn2'])
+        for server_id, (status_, message) in errors.items():
+            self.assertEqual('ERROR', status_)
+            self.assertNotIn('may not be deployed', message or '')
+        self.addDetail('kill-burst', content.text_content(
+            'killed cn2 at burst end; %d ACTIVE, %d ERROR %r; no server in '
+            'BUILD %.1f s after the kill (restart %.1f s after it)' % (
+                len(servers) - len(errors), len(errors), errors, final_at,
+                restarted - killed)))
+        self.steady()
+        for server_id, inst in active_on_cn2.items():
+            self.assertEqual(['cn2'], self.recorder.hosts_of()[inst.node])
+        self.assert_records_agree(ids)
+        self.assert_no_double_hold(since=since)
+        self.assert_no_damage()
+        self.delete_and_wait(ids, PROVISION * 4)
+        self.wait_nodes_available(PROVISION * 4)
+        self.assert_records_agree(ids)
+        self.assert_no_usage()
+
+    def orphan_bound(self):
+        """Seconds from the owner's start to its orphans being reported.
+
+        nova-compute's start and first resource-tracker run (the driver
+        then reports the orphaned node as its own), nova's reaping period,
+        the tear down and cleaning, then the owner releases the node at
+        its next refresh and the ring owner claims and reports it at the
+        one after: start + reap + provision + 3 refreshes, plus slack.
+        """
+        interval = self.cadence('update_resources_interval', 60)
+        return (self.takeover_bound() + REAP_INTERVAL + PROVISION +
+                3 * interval)
+
+    def test_c_delete_while_the_owner_is_down(self):
+        self.steady()
+        since = time.time()
+        ids = self.boot_many(6, 'orphan')
+        servers = self.wait_final(ids, PROVISION * 2)
+        self.assertEqual({}, self.faults(servers))
+        instances = self.records.instances(ids)
+        counts = {h: sum(1 for i in instances.values() if i.host == h)
+                  for h in RACK1}
+        owner = max(RACK1, key=lambda h: counts[h])
+        mine = [i for i, inst in instances.items() if inst.host == owner]
+        self.assertTrue(mine)
+        nodes = {instances[i].node for i in mine}
+        self.nova.stop_compute(owner)
+        harness.wait_for(
+            lambda: any(s.host == owner and s.state == 'down'
+                        for s in self.conn.compute.services()),
+            self.cadence('service_down_time', 60) + 30,
+            '%s to be down in nova' % owner, interval=1)
+        # nova-api deletes them alone (a local delete): the nodes stay
+        # deployed with their instances, orphaned until the owner returns.
+        self.delete_and_wait(mine, 60)
+        ironic_nodes = self.records.nodes()
+        for node in nodes:
+            self.assertEqual('active', ironic_nodes[node].provision_state)
+            self.assertIsNotNone(ironic_nodes[node].instance_id)
+        back = time.time()
+        self.nova.start_compute(owner)
+        bound = self.orphan_bound()
+        harness.wait_for(
+            lambda: all(self.records.nodes()[n].provision_state ==
+                        'available' for n in nodes),
+            bound, 'the orphaned nodes to be cleaned', interval=1)
+        took = self.wait_split(HOSTS, bound) + (time.time() - back)
+        self.addDetail('orphans', content.text_content(
+            '%d servers deleted while %s was down; nodes cleaned and '
+            'reported by their ring owner %.1f s after its start (bound '
+            '%d s)' % (len(mine), owner, time.time() - back, bound)))
+        self.assertLess(took, bound * 2)
+        self.delete_all_and_check(
+            ids, since, delete=[i for i in ids if i not in mine])
+
+    def test_d_churn_with_rolling_restarts(self):
+        self.steady()
+        since = time.time()
+        stop = threading.Event()
+        errors = []
+        booted = []
+
+        def churn():
+            n = 0
+            live = []
+            while not stop.is_set():
+                try:
+                    live.append(self.api.boot('churn-%d' % n).id)
+                    booted.append(live[-1])
+                    self.created.append(live[-1])
+                    n += 1
+                    if len(live) > 4:
+                        self.conn.compute.delete_server(live.pop(0))
+                except Exception as e:
+                    errors.append(repr(e))
+                stop.wait(3)
+
+        thread = threading.Thread(target=churn, daemon=True)
+        thread.start()
+        try:
+            for host in HOSTS:
+                step = time.time()
+                self.nova.restart_compute(host)
+                self.wait_log(host, 'Final resource view', step, 120)
+            # At least 45 s of churn, whatever the restarts took.
+            stop.wait(max(0, since + 45 - time.time()))
+        finally:
+            stop.set()
+            thread.join(60)
+        self.assertEqual([], errors)
+        alive = list(self.api.servers(booted))
+        servers = self.wait_final(alive, PROVISION * 4)
+        self.assert_only_interrupted(self.faults(servers),
+                                     self.group + self.other, HOSTS)
+        self.addDetail('churn', content.text_content(
+            '%d boots and %d deletes in %.0f s across 3 rolling restarts; '
+            'builds interrupted by a restart: %r' % (
+                len(booted), len(booted) - len(alive), time.time() - since,
+                self.faults(servers))))
+        self.assertGreater(len(booted), 10)
+        self.delete_all_and_check(booted, since)
+
+    def test_e_spawn_refused_when_ownership_moved(self):
+        self.steady()
+        since = time.time()
+        # Two nodes carry a trait: one cn1 holds, one cn2 holds. A flavor
+        # asking for it gives the scheduler exactly these two candidates:
+        # one is the build's host, the other its alternate.
+        owners = novalane.ring_owners(RACK1, self.group)
+        picked = {host: sorted(n for n in self.group if owners[n] == host)[0]
+                  for host in RACK1}
+        ironic = self.records.ironic
+        for node in picked.values():
+            ironic.baremetal.add_node_trait(node, 'CUSTOM_RACE')
+        self.addCleanup(lambda: [ironic.baremetal.remove_node_trait(
+            n, 'CUSTOM_RACE', ignore_missing=True) for n in picked.values()])
+        flavor = self.conn.compute.create_flavor(
+            name='bm.race', ram=1024, vcpus=1, disk=10)
+        self.addCleanup(self.conn.compute.delete_flavor, flavor)
+        self.conn.compute.create_flavor_extra_specs(flavor, {
+            'resources:%s' % RESOURCE_CLASS: '1', 'resources:VCPU': '0',
+            'resources:MEMORY_MB': '0', 'resources:DISK_GB': '0',
+            'trait:CUSTOM_RACE': 'required'})
+
+        def traits_in_placement():
+            for node in picked.values():
+                traits = self.conn.placement.get(
+                    '/resource_providers/%s/traits' % node, headers={
+                        'OpenStack-API-Version': 'placement 1.6'}).json()
+                if 'CUSTOM_RACE' not in traits.get('traits', []):
+                    return False
+            return True
+        harness.wait_for(traits_in_placement, self.takeover_bound(),
+                         'the trait in placement', interval=1)
+
+        # Both computes stop before the build is scheduled: it waits in
+        # its host's queue. The other compute comes back and takes the
+        # paused one's nodes over; then the build's host comes back and
+        # must refuse the node it was given.
+        for host in RACK1:
+            self.nova.pause_compute(host)
+        try:
+            server = self.conn.compute.create_server(
+                name='race', image_id=self.glance.image_id,
+                flavor_id=flavor.id, networks='none')
+            self.created.append(server.id)
+            first = harness.wait_for(
+                lambda: self.records.allocations(server.id), 30,
+                'the scheduler to allocate the build', interval=0.5)
+            (node,) = first
+            target = [h for h, n in picked.items() if n == node][0]
+            other = [h for h in RACK1 if h != target][0]
+            self.nova.resume_compute(other)
+            harness.wait_for(
+                lambda: self.recorder.hosts_of().get(node) == [other],
+                self.takeover_bound() * 2,
+                '%s to take %s over from %s' % (other, node, target),
+                interval=0.5)
+            before = self.records.nodes()[node]
+        finally:
+            resumed = time.time()
+            for host in RACK1:
+                self.nova.resume_compute(host)
+        servers = self.wait_final([server.id], PROVISION * 2)
+        built = servers[server.id]
+        self.assertEqual('ACTIVE', built.status, self.faults(servers))
+        self.assertEqual(other, built.compute_host)
+        self.assertEqual(picked[other], built.hypervisor_hostname)
+        line = self.wait_log(target, 'Refusing to deploy to node %s' % node,
+                             since, 30)
+        self.addDetail('refusal', content.text_content(line))
+        # Nothing was written to the refused node.
+        after = self.records.nodes()[node]
+        self.assertIsNone(after.instance_id)
+        self.assertEqual('available', after.provision_state)
+        self.assertIsNone(before.instance_id)
+        self.assert_records_agree([server.id])
+        self.delete_and_wait([server.id], PROVISION * 2)
+        self.wait_nodes_available(PROVISION * 4)
+        self.assert_no_usage()
+        self.steady()
+        self.assert_double_holds_after(resumed, since)
+        self.assert_no_damage()
