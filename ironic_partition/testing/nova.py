@@ -449,6 +449,10 @@ class NovaFixture(fixtures.Fixture):
             # NOTE(ironic-partition): the request's token is passed on;
             # the harness's glance trusts the identity headers instead.
             config['glance'] = {'endpoint_override': self.glance_endpoint}
+            # NOTE(ironic-partition): builds are scheduled one at a time
+            # (see nova_api.py); on two loaded cores a burst's last
+            # select_destinations can wait longer than nova's 60 s.
+            config['DEFAULT']['rpc_response_timeout'] = 180
         if self.neutron_endpoint:
             # NOTE(ironic-partition): nova asks neutron for a server's
             # ports on delete (and heals its network info cache every

@@ -181,6 +181,12 @@ class NovaAPIFixture(apiservice.APIServiceFixture):
         self.addCleanup(self.scheduler.stop)
         self.scheduler.start()
         self.conn = self.connection()
+        # NOTE(ironic-partition): a build asked for before the scheduler
+        # consumes its queue is lost (MessagingTimeout after
+        # rpc_response_timeout): wait until nova sees it up.
+        harness_ironic.wait_for(self.scheduler_up, self.start_timeout,
+                                'nova-scheduler to be up', interval=0.5,
+                                check=self.check)
         for resource_class in self.resource_classes:
             self.flavors[resource_class] = self.make_flavor(resource_class)
 
@@ -192,6 +198,14 @@ class NovaAPIFixture(apiservice.APIServiceFixture):
                 'nova-scheduler exited with %s: %s' % (
                     scheduler.process.returncode,
                     harness_ironic._tail(scheduler.log_path)))
+
+    def scheduler_up(self):
+        """Tell whether nova lists nova-scheduler as up.
+
+        :returns: True or False.
+        """
+        return any(s.binary == 'nova-scheduler' and s.state == 'up'
+                   for s in self.conn.compute.services())
 
     def connection(self):
         """An openstacksdk connection to nova, glance and placement.

@@ -133,7 +133,11 @@ class _Lane(base.BaseTestCase):
             self.addDetail('log-nova-compute-%s' % host,
                            content.content_from_file(compute.log_path,
                                                      buffer_now=False))
-        for service in (self.nova.conductor, self.nova.placement):
+        services = [self.nova.conductor, self.nova.placement]
+        if self.SERVERS:
+            services += [self.api.service, self.api.scheduler,
+                         self.glance.service, self.neutron.service]
+        for service in services:
             self.addDetail('log-%s' % service.name,
                            content.content_from_file(service.log_path,
                                                      buffer_now=False))

@@ -199,6 +199,14 @@ class NovaDriverTestCase(_IronicTestCase):
         # A node it may report: nova's atomic instance_uuid write reserves
         # it, and nova's cleanup of a failed build releases it.
         ours, raced = sorted(mine)[:2]
+        # nova deploys only available nodes with a power state.
+        harness.make_available(self.conn, [ours, raced])
+        for node in (ours, raced):
+            self.conn.baremetal.set_node_power_state(node, 'power off')
+        harness.wait_for(
+            lambda: all(self.conn.baremetal.get_node(n).power_state ==
+                        'power off' for n in (ours, raced)),
+            TIMEOUT, 'the nodes to be powered off')
         built = objects.Instance(uuid=str(uuid.uuid4()), node=ours)
         driver.prepare_for_spawn(built)
         self.assertEqual(built.uuid,

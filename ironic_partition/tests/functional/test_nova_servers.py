@@ -69,6 +69,7 @@ class ServersLaneTest(test_nova_compute._Lane):
 
     CADENCE = harness_nova.SHORT_CADENCE
     PARTITION_OPTIONS = {'membership_stale_timeout': 20}
+    SERVERS = True
 
     @classmethod
     def setUpClass(cls):
@@ -114,11 +115,7 @@ class ServersLaneTest(test_nova_compute._Lane):
             glance_endpoint=cls.glance.endpoint,
             neutron_endpoint=cls.neutron.endpoint,
             extra_config={'DEFAULT': {
-                'running_deleted_instance_poll_interval': REAP_INTERVAL,
-                # NOTE(ironic-partition): 30 builds scheduled one at a
-                # time on two loaded cores can take longer than nova's
-                # 60 s select_destinations timeout.
-                'rpc_response_timeout': 180}}))
+                'running_deleted_instance_poll_interval': REAP_INTERVAL}}))
         cls.nova.add_compute('cn3', config={'ironic': {
             'partition_key': 'rack2', 'peer_list': 'cn3'}})
         cls.nova.wait_for_services(HOSTS)
@@ -149,13 +146,6 @@ class ServersLaneTest(test_nova_compute._Lane):
             logger = logging.getLogger(name)
             self.addCleanup(logger.setLevel, logger.level)
             logger.setLevel(logging.INFO)
-        for name, path in (
-                ('nova-api', self.api.log_path),
-                ('nova-scheduler', self.api.scheduler.log_path),
-                ('glance-api', self.glance.log_path),
-                ('neutron-api', self.neutron.log_path)):
-            self.addDetail('log-' + name, content.content_from_file(
-                path, buffer_now=False))
         self.created = []
         self.addCleanup(self._delete_leftovers)
         # NOTE(ironic-partition): a test that failed half-way may have left
