@@ -355,6 +355,7 @@ class ServersLaneTest(test_nova_compute._Lane):
                      if hosts == ['cn2']}
         killed = time.time()
         self.nova.kill_compute('cn2')
+
         # The survivors: cn1 takes cn2's instance-less nodes over, while
         # the servers cn2 built stay with cn2 (stranded).
         def settled():
