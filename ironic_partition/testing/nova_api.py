@@ -325,10 +325,13 @@ class NovaAPIFixture(apiservice.APIServiceFixture):
 
 
 def faults(servers):
-    """The servers not ACTIVE, with their status and fault message.
+    """The servers that did not build, with their status and fault.
+
+    A SHUTOFF server was built (nova's power sync stopped it).
 
     :param servers: ``{id: Server}``.
     :returns: ``{id: (status, message)}``.
     """
     return {s.id: (s.status, (s.fault or {}).get('message'))
-            for s in servers.values() if s.status != 'ACTIVE'}
+            for s in servers.values() if s.status not in ('ACTIVE',
+                                                         'SHUTOFF')}

@@ -34,8 +34,10 @@ LOG = logging.getLogger(__name__)
 #: placement's API version for the allocations of a consumer.
 PLACEMENT_VERSION = 'placement 1.28'
 
-#: Server states a build ends in.
-FINAL_STATES = ('ACTIVE', 'ERROR')
+#: Server states a build ends in. A built server can be SHUTOFF: nova's
+#: power-state sync stops it when Ironic's fake power interface reports
+#: the node powered off.
+FINAL_STATES = ('ACTIVE', 'SHUTOFF', 'ERROR')
 
 Instance = collections.namedtuple(
     'Instance', ['uuid', 'host', 'node', 'vm_state', 'task_state',
@@ -158,7 +160,7 @@ class ServerRecords(object):
                     found.append('server %s is gone but has allocations '
                                  '%s' % (uuid, allocs))
                 continue
-            if inst.vm_state == 'active':
+            if inst.vm_state in ('active', 'stopped'):
                 if on_node.get(uuid) != inst.node:
                     found.append('server %s is on node %s for nova, on %s '
                                  'for Ironic' % (uuid, inst.node,
