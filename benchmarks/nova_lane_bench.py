@@ -209,6 +209,17 @@ def print_table(results, out=sys.stdout):
               for r in results] for step in steps]
     body += [['RSS of nova services (MiB)'] +
              [_fmt(r.get('rss_mib')) for r in results]]
+    write_rst_table(header, body, out)
+
+
+def write_rst_table(header, body, out=sys.stdout):
+    """Write a simple RST table.
+
+    :param header: the column titles.
+    :param body: the rows, lists of strings.
+    :param out: the stream.
+    :returns: None
+    """
     widths = [max(len(row[i]) for row in [header] + body)
               for i in range(len(header))]
     line = ' '.join('=' * w for w in widths)

@@ -1,0 +1,317 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Side by side: servers booted through nova, our driver against nova 34's.
+
+For each driver, on the same real Ironic (same nodes, back to
+``available`` between runs) and the same glance and neutron, one
+deployment of placement, nova-api, nova-scheduler, nova-conductor and
+three nova-compute services sharing conductor group ``rack1`` with
+``[ironic] peer_list`` runs two bursts:
+
+1. ``burst``: N servers asked for at once, then all deleted;
+2. ``burst + kill``: N servers asked for at once, one compute SIGKILLed
+   as soon as the requests are in, restarted once the others' builds are
+   done; then all deleted.
+
+Measured from outside (servers API, cell database, placement, Ironic,
+the resource-tracker log lines): builds ACTIVE and failed (with nova's
+fault message), nodes that ever carried two servers, node-seconds held
+by two computes, allocations left after every server was deleted, and
+the time from the request to ACTIVE (median and 95th percentile).
+
+Run it inside the functional environment (it needs the SQL servers and
+RabbitMQ of tools/test-setup.sh)::
+
+    .tox/functional/bin/python benchmarks/servers_bench.py --servers 30
+"""
+
+import argparse
+import collections
+import json
+import logging
+import os
+import statistics
+import sys
+import threading
+import time
+
+from ironic_partition import testing as harness
+from ironic_partition.testing import glance as harness_glance
+from ironic_partition.testing import neutron as harness_neutron
+from ironic_partition.testing import nova as harness_nova
+from ironic_partition.testing import nova_api as harness_api
+from ironic_partition.testing import novalane
+from ironic_partition.testing import servers as harness_servers
+import nova_lane_bench
+
+LOG = logging.getLogger('servers_bench')
+
+HOSTS = ['cn1', 'cn2', 'cn3']
+DRIVERS = [('ironic-partition', harness_nova.PARTITION_DRIVER),
+           ('nova 34', harness_nova.NOVA_DRIVER)]
+
+
+class Watcher(object):
+    """Poll the servers and the cell database during a burst.
+
+    Records when each server was first seen ACTIVE or ERROR, and every
+    node seen carrying two live servers at once.
+    """
+
+    def __init__(self, api, records, ids, started):
+        self.api = api
+        self.records = records
+        self.ids = list(ids)
+        self.started = started
+        self.final = {}
+        self.doubled = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self):
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(30)
+
+    def _loop(self):
+        while not self._stop.wait(0.5):
+            try:
+                self.poll()
+            except Exception:
+                LOG.debug('poll failed', exc_info=True)
+
+    def poll(self):
+        now = time.time()
+        for server_id, server in self.api.servers(self.ids).items():
+            if (server.status in harness_servers.FINAL_STATES and
+                    server_id not in self.final):
+                self.final[server_id] = (server.status, now - self.started)
+        per_node = collections.Counter(
+            i.node for i in self.records.instances(self.ids).values()
+            if not i.deleted and i.node)
+        self.doubled |= {n for n, c in per_node.items() if c > 1}
+
+
+def _percentile(values, fraction):
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    return ordered[min(len(ordered) - 1, int(round(fraction *
+                                                   (len(ordered) - 1))))]
+
+
+def _burst(api, records, nova, count, prefix, timeout, kill=None):
+    started = time.time()
+    ids = api.boot_many(count, prefix)
+    watcher = Watcher(api, records, ids, started)
+    watcher.start()
+    figures = {}
+    try:
+        if kill:
+            nova.kill_compute(kill)
+            survivors = [i for i in ids if records.instances([i]).get(i)
+                         and records.instances([i])[i].host != kill]
+            try:
+                api.wait_final(survivors, timeout)
+            except harness.HarnessError as e:
+                LOG.warning('%s', e)
+            nova.start_compute(kill)
+        try:
+            servers = api.wait_final(ids, timeout)
+        except harness.HarnessError as e:
+            LOG.warning('%s', e)
+            servers = api.servers(ids)
+        watcher.poll()
+    finally:
+        watcher.stop()
+    times = [t for status, t in watcher.final.values() if status != 'ERROR']
+    failures = collections.Counter(
+        (s.fault or {}).get('message', 'no fault')[:80]
+        for s in servers.values() if s.status == 'ERROR')
+    figures.update({
+        'active': sum(1 for s in servers.values()
+                      if s.status in ('ACTIVE', 'SHUTOFF')),
+        'failed': sum(failures.values()),
+        'stuck_in_build': sum(1 for s in servers.values()
+                              if s.status not in
+                              harness_servers.FINAL_STATES),
+        'failures': dict(failures),
+        'nodes_with_two_servers': len(watcher.doubled),
+        'to_active_median_s': statistics.median(times) if times else None,
+        'to_active_p95_s': _percentile(times, 0.95),
+    })
+    api.delete_and_wait(ids, timeout)
+    harness.wait_for(records.nodes_available, timeout,
+                     'every node back to available', interval=1)
+    figures['leaked_allocations'] = sum(
+        1 for i in ids if records.allocations(i))
+    figures['nonzero_usages'] = len(records.usages())
+    return figures
+
+
+def run_driver(label, driver, ironic, glance, neutron, count, timeout):
+    """Both bursts with one driver.
+
+    :returns: ``{phase: figures}`` plus the driver's name.
+    """
+    nova = harness_nova.NovaFixture(
+        ironic.endpoint, HOSTS, partition_key='rack1', driver=driver,
+        db_backend='postgresql', glance_endpoint=glance.endpoint,
+        neutron_endpoint=neutron.endpoint,
+        partition_options={'membership_stale_timeout': 20})
+    nova.setUp()
+    results = {'driver': label}
+    try:
+        api = harness_api.NovaAPIFixture(nova, glance)
+        api.setUp()
+        try:
+            api.discover_hosts()
+            records = harness_servers.ServerRecords(
+                nova.cell_url, api.connection(),
+                harness.connect(ironic.endpoint))
+            recorder = novalane.Recorder(nova.cell_url,
+                                         nova.placement_endpoint)
+            recorder.start()
+            try:
+                harness.wait_for(
+                    lambda: len(recorder.current_providers) >= count,
+                    timeout, 'the nodes in placement', interval=1)
+                for phase, kill in (('burst', None),
+                                    ('burst + kill', 'cn2')):
+                    since = time.time()
+                    figures = _burst(api, records, nova, count,
+                                     phase.replace(' + ', '-'), timeout,
+                                     kill=kill)
+                    per = {h: novalane.holds(novalane.parse_compute_log(
+                        c.log_path)) for h, c in nova.computes.items()}
+                    _seconds, overlaps = novalane.double_held(per)
+                    figures['double_held_node_seconds'] = sum(
+                        (e - s) * (len(h) - 1) for spans in overlaps.values()
+                        for s, e, h in spans if e > since)
+                    results[phase] = figures
+                damage = recorder.damage()
+                results['deleted_rows'] = len(damage['deleted_rows'])
+                results['providers_lost'] = (
+                    len(damage['vanished_providers']) +
+                    len(damage['changed_providers']))
+            finally:
+                recorder.stop()
+                records.close()
+        finally:
+            api.cleanUp()
+    finally:
+        nova.cleanUp()
+    return results
+
+
+def _fmt(value):
+    return '-' if value is None else nova_lane_bench._fmt(value)
+
+
+ROWS = [('builds ACTIVE', 'active'), ('builds failed', 'failed'),
+        ('left in BUILD', 'stuck_in_build'),
+        ('nodes that carried two servers', 'nodes_with_two_servers'),
+        ('node-seconds held by two computes', 'double_held_node_seconds'),
+        ('allocations left after delete', 'leaked_allocations'),
+        ('time to ACTIVE, median (s)', 'to_active_median_s'),
+        ('time to ACTIVE, 95th percentile (s)', 'to_active_p95_s')]
+
+
+def print_table(results, out=sys.stdout):
+    """Print the figures as an RST table.
+
+    :param results: the dicts of :func:`run_driver`.
+    :param out: the stream.
+    :returns: None
+    """
+    header = ['measure'] + ['%s, %s' % (r['driver'], phase)
+                            for r in results
+                            for phase in ('burst', 'burst + kill')]
+    body = [[name] + [_fmt(r.get(phase, {}).get(key)) for r in results
+                      for phase in ('burst', 'burst + kill')]
+            for name, key in ROWS]
+    nova_lane_bench.write_rst_table(header, body, out)
+    for r in results:
+        for phase in ('burst', 'burst + kill'):
+            failures = r.get(phase, {}).get('failures')
+            if failures:
+                out.write('%s, %s: failures %r\n' % (r['driver'], phase,
+                                                     failures))
+
+
+def main(argv=None):
+    """Run the benchmark and print the table.
+
+    :param argv: command-line arguments.
+    :returns: the exit code.
+    """
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--servers', type=int, default=30,
+                        help='servers per burst')
+    parser.add_argument('--nodes', type=int, default=36,
+                        help='nodes, all in rack1')
+    parser.add_argument('--timeout', type=int, default=600,
+                        help='seconds allowed for each wait')
+    parser.add_argument('--json', help='also write the figures here')
+    parser.add_argument('--driver', action='append',
+                        choices=[d[0] for d in DRIVERS],
+                        help='run only these drivers')
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    load = os.getloadavg()
+    started = time.time()
+    fixtures = []
+    results = []
+    try:
+        ironic = harness.IronicFixture(
+            db_backend='postgresql', conductor_groups=['rack1'],
+            extra_config={'conductor': {'automated_clean': True}})
+        ironic.setUp()
+        fixtures.append(ironic)
+        harness.bulk_enroll(ironic.config_file, args.nodes, ['rack1'],
+                            provision_state='available')
+        glance = harness_glance.GlanceFixture()
+        glance.setUp()
+        fixtures.append(glance)
+        neutron = harness_neutron.NeutronFixture()
+        neutron.setUp()
+        fixtures.append(neutron)
+        for label, driver in DRIVERS:
+            if args.driver and label not in args.driver:
+                continue
+            results.append(run_driver(label, driver, ironic, glance,
+                                      neutron, args.servers, args.timeout))
+    finally:
+        for fixture in reversed(fixtures):
+            fixture.cleanUp()
+    cadence = harness_nova.SHORT_CADENCE
+    print('%d servers per burst on %d nodes (conductor group rack1), '
+          'computes %s with peer_list, nova and placement on PostgreSQL, '
+          'cadence %s; load average at start %.2f %.2f %.2f, at end '
+          '%.2f %.2f %.2f; %.0f s' % (
+              args.servers, args.nodes, ','.join(HOSTS),
+              ', '.join('%s=%s' % kv for kv in sorted(cadence.items())),
+              *load, *os.getloadavg(), time.time() - started))
+    print_table(results)
+    if args.json:
+        with open(args.json, 'w') as stream:
+            json.dump(results, stream, indent=2)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
