@@ -333,5 +333,5 @@ def faults(servers):
     :returns: ``{id: (status, message)}``.
     """
     return {s.id: (s.status, (s.fault or {}).get('message'))
-            for s in servers.values() if s.status not in ('ACTIVE',
-                                                         'SHUTOFF')}
+            for s in servers.values()
+            if s.status not in ('ACTIVE', 'SHUTOFF')}
