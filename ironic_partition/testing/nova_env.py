@@ -122,6 +122,20 @@ def set_up(host, up):
     db_api.service_update(ctxt, service['id'], {'last_seen_up': seen})
 
 
+def set_all_down():
+    """Make every compute service's heartbeat an hour old.
+
+    nova's database is shared by the process: a test that counts the live
+    computes starts from none.
+
+    :returns: None
+    """
+    ctxt = admin_context()
+    db_api = _nova()[2]
+    for service in db_api.service_get_all_by_binary(ctxt, 'nova-compute'):
+        set_up(service['host'], False)
+
+
 def add_instance(instance_uuid, host):
     """Add an instance owned by ``host``.
 
@@ -153,6 +167,10 @@ class NovaConf(fixtures.Fixture):
         ip_conf.register_opts(conf)
         self.conf = conf
         fixture = self.useFixture(config_fixture.Config(conf))
+        # NOTE(ironic-partition): the fixture's cleanup resets CONF,
+        # defaults included: set nova's database again for each use (nova
+        # reads the URL itself, e.g. for its regex instance filters).
+        fixture.config(group='database', connection=nova_database())
         fixture.config(group='ironic', auth_type='none',
                        endpoint_override=self.endpoint)
         for (group, name), value in self.overrides.items():
