@@ -192,10 +192,17 @@ class Compute(harness_ironic.Service):
     :param kwargs: passed to :class:`~ironic_partition.testing.Service`.
     """
 
+    #: The command that runs nova-compute in a PID namespace of its own.
+    UNSHARE = ('unshare', '--pid', '--fork', '--kill-child')
+
     def __init__(self, host, config_file, **kwargs):
         super().__init__(**kwargs)
         self.host = host
         self.config_file = config_file
+        self._argv = list(self.argv)
+        #: Start each process in a new PID namespace, as a container
+        #: (re)start does (``unshare``; needs root or user namespaces).
+        self.own_pid_namespace = False
 
     def mark(self, event):
         """Write a time-stamped event line into this compute's log.
@@ -213,6 +220,8 @@ class Compute(harness_ironic.Service):
         :returns: None
         """
         self.mark('start')
+        self.argv = ((list(self.UNSHARE) if self.own_pid_namespace else [])
+                     + self._argv)
         super().start()
 
     def kill(self, timeout=30):
@@ -345,11 +354,9 @@ class NovaFixture(fixtures.Fixture):
         self._start_placement(dbs['placement'].url)
         self._prepare_nova(dbs)
         target = self.membership_db.url
-        host, port = _host_port(target)
         self.membership_proxy = self.useFixture(
-            harness_proxy.TCPProxy(host, port))
-        self.membership_url = _replace_host_port(
-            target, '127.0.0.1', self.membership_proxy.port)
+            harness_proxy.TCPProxy.for_url(target))
+        self.membership_url = self.membership_proxy.url_through(target)
         self._dbsync_membership()
         for index, host in enumerate(self.hosts):
             self.add_compute(host, start=False)
@@ -757,16 +764,3 @@ def _heartbeat(cadence):
     if down is None:
         return None
     return max(1, down // 5)
-
-
-def _host_port(url):
-    from sqlalchemy.engine import url as sa_url
-    parsed = sa_url.make_url(url)
-    default = 5432 if parsed.get_backend_name() == 'postgresql' else 3306
-    return parsed.host or '127.0.0.1', parsed.port or default
-
-
-def _replace_host_port(url, host, port):
-    from sqlalchemy.engine import url as sa_url
-    parsed = sa_url.make_url(url).set(host=host, port=port)
-    return parsed.render_as_string(hide_password=False)

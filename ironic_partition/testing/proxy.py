@@ -53,6 +53,28 @@ class TCPProxy(fixtures.Fixture):
         #: passing it on: a slow server (0 for none). Settable at any time.
         self.delay = 0.0
 
+    @classmethod
+    def for_url(cls, url):
+        """A proxy to the server of a database URL.
+
+        :param url: an SQLAlchemy URL (PostgreSQL or MySQL).
+        :returns: a :class:`TCPProxy` (not set up).
+        """
+        from sqlalchemy.engine import url as sa_url
+        parsed = sa_url.make_url(url)
+        default = 5432 if parsed.get_backend_name() == 'postgresql' else 3306
+        return cls(parsed.host or '127.0.0.1', parsed.port or default)
+
+    def url_through(self, url):
+        """The same database URL, through this (set up) proxy.
+
+        :param url: an SQLAlchemy URL.
+        :returns: the URL, its host and port this proxy's.
+        """
+        from sqlalchemy.engine import url as sa_url
+        parsed = sa_url.make_url(url).set(host='127.0.0.1', port=self.port)
+        return parsed.render_as_string(hide_password=False)
+
     def _setUp(self):
         self.restore()
         self.addCleanup(self.cut)
