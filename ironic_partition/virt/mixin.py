@@ -124,6 +124,7 @@ class PartitionMixin(object):
         #: The node cache: node UUID -> slim node record.
         self.partition_nodes = {}
         self._partition_started = False
+        self._partition_stopped = False
         self._partition_lock = threading.Lock()
         conf.register_mutate_hook(self._partition_mutated)
 
@@ -135,17 +136,27 @@ class PartitionMixin(object):
     def partition_start(self):
         """Join the membership (start heartbeating); idempotent.
 
+        Once the started partition was stopped, it stays stopped: a
+        refresh that comes after the stop (nova calls ``cleanup_host``
+        before its periodic tasks end) must not register this dying
+        process again, nor restart its heartbeat and lease timer.
+
         :raises MembershipError: when the membership source is unusable.
+        :raises PartitionNotReady: after :meth:`partition_stop`.
         :returns: None
         """
         with self._partition_lock:
+            if self._partition_stopped:
+                raise exception.PartitionNotReady(
+                    reason='this service stopped its partition (it is '
+                           'shutting down)')
             if not self._partition_started:
                 self.partition_membership.start()
                 self.partitioner.start()
                 self._partition_started = True
 
     def partition_stop(self):
-        """Release this service's claims, then leave the membership.
+        """Release this service's claims, then leave the membership; final.
 
         Call it once the driver stopped reporting nodes: peers take the
         nodes over at their next refresh, without waiting for a lease or
@@ -159,6 +170,7 @@ class PartitionMixin(object):
         with self._partition_lock:
             if self._partition_started:
                 self._partition_started = False
+                self._partition_stopped = True
                 self.partition_nodes = {}
                 group = self.partition_conf.ironic_partition
                 hand_over = group.hand_over_on_stop
@@ -196,8 +208,8 @@ class PartitionMixin(object):
             the membership is unavailable. The node cache then keeps the
             last good partition, for status reporting only.
         """
-        self.partition_start()
         try:
+            self.partition_start()
             result = self.partitioner.refresh(my_instances=my_instances,
                                               instance_hosts=instance_hosts)
         except exception.PartitionNotReady as e:

@@ -140,6 +140,20 @@ class TestPartitionMixin(base.TestCase):
         self.assertIn('Stopping the membership backend failed',
                       self.logger.output)
 
+    def test_refresh_after_stop_does_not_start_again(self):
+        # nova calls cleanup_host before its periodic tasks end: a refresh
+        # after the stop must not register the dying process again.
+        self.driver.partition_refresh()
+        self.driver.partition_stop()
+        started = self.membership.started
+        e = self.assertRaises(NotReady, self.driver.partition_refresh)
+        self.assertIn('stopped its partition', str(e))
+        self.assertRaises(exception.PartitionNotReady,
+                          self.driver.partition_start)
+        self.assertEqual(started, self.membership.started)
+        self.assertEqual({}, self.driver.partition_nodes)
+        self.assertIn('Not reporting any node list', self.logger.output)
+
     def test_stop_unset_option_follows_the_class_default(self):
         self.driver.partition_hand_over_default = False
         self.driver.partition_start()
