@@ -50,10 +50,27 @@ What changes against nova's driver:
   nova does; without ``peer_list`` the ring is this host alone (nova's
   one compute per shard), with ``peer_list`` the listed hosts share the
   shard. A SIGHUP that changes the shard is refused (restart instead).
+* nova's unpartitioned HA (neither a conductor group nor a shard: nova's
+  ring spans every live Ironic compute) needs a claims database that
+  every compute shares. On a local SQLite one (the default connection),
+  the driver refuses to start while another nova-compute service with
+  Ironic compute nodes is up, and is not ready while one is; a compute
+  alone keeps working.
+* A process whose host name another process took over
+  (``ironic-partition takeover``) refuses every build and stops itself
+  with SIGTERM (nova's graceful stop) at its next refresh.
+* A claims database that does not answer at start does not stop
+  nova-compute: the driver is not ready (no node list; its servers keep
+  working) until the database answers, then joins. So does a previous
+  process of this host name that cannot be proven gone (a container
+  restarted in a new PID namespace): not ready until its heartbeat is
+  older than ``service_down_time``.
 
 Everything else (spawn, destroy, power, consoles...) is nova's.
 """
 
+import os
+import signal
 import time
 
 import nova.conf
@@ -63,7 +80,10 @@ from nova import objects
 from nova.virt.ironic import driver as ironic_driver
 from oslo_log import log as logging
 
+from ironic_partition._i18n import _
 from ironic_partition import claims
+from ironic_partition.conf import database as database_conf
+from ironic_partition import exception
 from ironic_partition.virt import mixin
 
 LOG = logging.getLogger(__name__)
@@ -73,6 +93,9 @@ CONF = nova.conf.CONF
 #: The spacing of nova's periodic tasks when their interval is 0
 #: (oslo.service's DEFAULT_INTERVAL).
 DEFAULT_PERIODIC_SPACING = 60
+
+#: The hypervisor type of nova's (and our) Ironic compute nodes.
+HYPERVISOR_TYPE = 'ironic'
 
 
 class IronicPartitionDriver(mixin.PartitionMixin,
@@ -98,6 +121,7 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         self._nova_host = conf.host
         self._orphans = set()
         self._not_orphans = set()
+        self._stopping = False
         self.partition_setup(conf)
 
     def partition_cadence(self, conf):
@@ -122,9 +146,133 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         """Join the membership instead of building nova's tooz ring.
 
         :param host: the compute host name.
+        :raises ConfigurationError: the claims database is a local one
+            while other Ironic computes share the fleet with this one.
         :returns: None
         """
-        self.partition_start()
+        error = self._local_database_error(nova_context.get_admin_context())
+        if error is not None:
+            raise error
+        self._partition_join()
+
+    def _stop_if_replaced(self):
+        """Stop this nova-compute once another process took its host over.
+
+        After ``ironic-partition takeover HOST`` and a new nova-compute for
+        the same host, this (old, fenced) process reports no node and
+        refuses every build (nova reschedules them), but it would still
+        take its share of the host's RPC messages and keep nova's resource
+        tracker's old view. It stops itself the way an operator would,
+        with SIGTERM: nova's graceful stop, which leaves the new process's
+        host name, membership and claims alone. Once only.
+
+        :returns: None
+        """
+        identity = self.partitioner.identity
+        if identity is None or not identity.lost or self._stopping:
+            return
+        self._stopping = True
+        LOG.error('Another process took host %(host)s over (%(reason)s): '
+                  'stopping this nova-compute (SIGTERM to itself); the new '
+                  'process serves the host', {'host': self._nova_host,
+                                              'reason': identity.lost})
+        self._terminate_self()
+
+    def _terminate_self(self):
+        """Send this process SIGTERM (nova's graceful stop).
+
+        :returns: None
+        """
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def _partition_join(self):
+        """Join the membership; a silent database or holder waits.
+
+        nova's own driver needs no claims database: one that cannot be
+        reached must not stop nova-compute, nor the management of the
+        servers it runs (power, consoles, deletes go to Ironic directly).
+        This service then reports no node list, *not ready*, so nova's
+        resource tracker skips its runs, and joins at the first refresh
+        the database answers. Likewise while another process holds this
+        host name with a recent heartbeat (the previous incarnation of a
+        container restarted in a new PID namespace cannot be proven gone):
+        not ready until its heartbeat is older than ``service_down_time``.
+        Every other start-up error (schema, settings) stays fatal.
+
+        :returns: the ``DatabaseConnectionFailed`` or ``DuplicateService``,
+            or None once joined.
+        """
+        try:
+            self.partition_start()
+        except exception.PartitionNotReady as e:
+            return e
+        except exception.DatabaseConnectionFailed as e:
+            LOG.warning('Not ready: the membership and claims database '
+                        'does not answer; this service reports no node '
+                        'list (its servers keep working through nova) and '
+                        'joins when it answers: %s', e)
+            return e
+        except exception.DuplicateService as e:
+            # NOTE(ironic-partition): a container restarted after a crash
+            # runs in a new PID namespace (or on another machine): its
+            # previous process is never provably gone, only silent. Wait
+            # for its heartbeat to be older than service_down_time instead
+            # of exiting into a restart loop.
+            LOG.error('Not ready: %(err)s This service reports no node '
+                      'list and joins once that process\'s last heartbeat '
+                      'is older than [ironic_partition] service_down_time '
+                      '(%(down)s s): after a restart in a new container or '
+                      'PID namespace, that is the previous process. If it '
+                      'still runs, two services share this host name.',
+                      {'err': e, 'down': self.partition_conf.
+                       ironic_partition.service_down_time})
+            return e
+        return None
+
+    def _local_database_error(self, ctxt):
+        """Refuse a local claims database unless this compute is alone.
+
+        With neither ``[ironic] conductor_group`` nor ``shard`` (nova's
+        unpartitioned HA), the ring spans every live Ironic compute. On a
+        SQLite claims database only this host can reach, each compute sees
+        only itself alive and reports every node. The live Ironic computes
+        are asked of nova's service group, as nova's own driver builds its
+        ring (disabled services and services that never reported an Ironic
+        compute node are not counted, as in nova's ring).
+
+        :param ctxt: an admin context.
+        :returns: a ``ConfigurationError`` naming ``[ironic_partition_
+            database] connection`` and the other computes, or None.
+        """
+        store = self.partitioner.store
+        settings = self.partitioner.settings
+        if (store is None or store.dialect != 'sqlite' or
+                settings.partition_key is not None or
+                settings.shard is not None):
+            return None
+        me = {self._nova_host.lower(), settings.host.lower()}
+        others = sorted({
+            svc.host.lower() for svc in
+            objects.ServiceList.get_all_computes_by_hv_type(
+                ctxt, HYPERVISOR_TYPE)
+            if svc.host.lower() not in me and
+            self.servicegroup_api.service_is_up(svc)})
+        if not others:
+            return None
+        return exception.ConfigurationError(
+            group=database_conf.GROUP, option='connection',
+            value=store.masked_connection,
+            reason=_('it is a SQLite database, which only this host can '
+                     'reach, while neither [ironic] conductor_group nor '
+                     'shard is set and other nova-compute services with '
+                     'Ironic nodes are up (%(others)s): the ring spans '
+                     'them all, but each service would see only itself '
+                     'alive and report every node. Set '
+                     '[ironic_partition_database] connection to a MySQL/'
+                     'MariaDB or PostgreSQL database that every compute '
+                     'shares (and run "ironic-partition-dbsync upgrade" '
+                     'once), or give each compute its own conductor group '
+                     'or shard') % {'others': ', '.join(others)})
 
     def cleanup_host(self, host):
         """Leave the membership at once, then do nova's cleanup.
@@ -203,8 +351,26 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             unavailable; the cache keeps the last good nodes.
         :returns: None
         """
+        self._stop_if_replaced()
         ctxt = nova_context.get_admin_context()
-        result = self.partition_refresh(self._my_instances(ctxt))
+        try:
+            error = self._local_database_error(ctxt)
+        except Exception as e:
+            # NOTE(ironic-partition): fail closed: alone is not proven.
+            LOG.warning('Not reporting any node list this time: could not '
+                        'ask nova which Ironic computes are up: %s', e)
+            raise self.partition_not_ready(e) from e
+        if error is not None:
+            LOG.error('Not reporting any node list: %s', error)
+            raise self.partition_not_ready(error)
+        error = self._partition_join()
+        if error is not None:
+            raise self.partition_not_ready(error)
+        try:
+            result = self.partition_refresh(self._my_instances(ctxt))
+        except nova_exception.VirtDriverNotReady:
+            self._stop_if_replaced()
+            raise
         self.node_cache = dict(result.nodes)
         self.node_cache_time = time.time()
 

@@ -33,6 +33,7 @@ from oslotest import base
 from testtools import content
 
 from ironic_partition import testing as harness
+from ironic_partition.testing import cli as harness_cli
 from ironic_partition.testing import glance as harness_glance
 from ironic_partition.testing import neutron as harness_neutron
 from ironic_partition.testing import nova as harness_nova
@@ -59,6 +60,11 @@ class _Lane(base.BaseTestCase):
     #: Also run glance, neutron, nova-api and nova-scheduler (``api``,
     #: ``records``), to boot servers.
     SERVERS = False
+    #: The computes' hosts, and ``[ironic] partition_key``.
+    LANE_HOSTS = HOSTS
+    PARTITION_KEY = 'rack1'
+    #: ``{section: {option: value}}`` for every compute (None unsets).
+    EXTRA_CONFIG = None
 
     @classmethod
     def setUpClass(cls):
@@ -86,10 +92,11 @@ class _Lane(base.BaseTestCase):
             # NOTE(ironic-partition): placement on PostgreSQL where
             # servers are booted (see test_nova_servers).
             cls.nova = harness_nova.NovaFixture(
-                cls.ironic.endpoint, HOSTS, partition_key='rack1',
-                cadence=cls.CADENCE,
+                cls.ironic.endpoint, cls.LANE_HOSTS,
+                partition_key=cls.PARTITION_KEY, cadence=cls.CADENCE,
                 db_backend='postgresql' if cls.SERVERS else 'mysql',
-                partition_options=cls.PARTITION_OPTIONS, **endpoints)
+                partition_options=cls.PARTITION_OPTIONS,
+                extra_config=cls.EXTRA_CONFIG, **endpoints)
             cls.nova.setUp()
             if cls.SERVERS:
                 cls.api = harness_api.NovaAPIFixture(cls.nova, cls.glance)
@@ -236,6 +243,33 @@ class _Lane(base.BaseTestCase):
             return None
         return harness.wait_for(find, timeout, '%r in %s' % (pattern, host),
                                 interval=0.5)
+
+    def _refused_start(self, host, changes):
+        """Start one more nova-compute that must refuse to start.
+
+        :returns: its output (stdout and stderr).
+        """
+        sections = self.nova.compute_config(host)
+        for section, options in changes.items():
+            sections.setdefault(section, {}).update(options)
+        os.makedirs(os.path.join(self.nova.workdir, host, 'instances'),
+                    exist_ok=True)
+        path = os.path.join(self.nova.workdir, 'refused-%s.conf' % host)
+        harness_nova._write_config(path, sections)
+        out = subprocess.run(['nova-compute', '--config-file', path],
+                             capture_output=True, text=True, timeout=180,
+                             start_new_session=True)
+        self.assertNotEqual(0, out.returncode, out.stdout + out.stderr)
+        log = sections['DEFAULT'].get('log_file')
+        text = out.stdout + out.stderr
+        if log and os.path.exists(log):
+            with open(log) as stream:
+                text += stream.read()
+        self.addDetail('refused-' + host, content.text_content(text))
+        # Nothing of it reached nova's records.
+        self.assertNotIn(host, [svc['host'] for svc in
+                                self.recorder.cell.services()])
+        return text
 
     def steady(self):
         return self.wait_split(HOSTS, self.takeover_bound() * 2)
@@ -400,31 +434,6 @@ class PartitionLaneTest(_Lane):
         self.assert_no_double_hold(since=back)
         self.assert_no_damage()
 
-    def _refused_start(self, host, changes):
-        """Start one more nova-compute that must refuse to start.
-
-        :returns: its output (stdout and stderr).
-        """
-        sections = self.nova.compute_config(host)
-        for section, options in changes.items():
-            sections.setdefault(section, {}).update(options)
-        path = os.path.join(self.nova.workdir, 'refused-%s.conf' % host)
-        harness_nova._write_config(path, sections)
-        out = subprocess.run(['nova-compute', '--config-file', path],
-                             capture_output=True, text=True, timeout=180,
-                             start_new_session=True)
-        self.assertNotEqual(0, out.returncode, out.stdout + out.stderr)
-        log = sections['DEFAULT'].get('log_file')
-        text = out.stdout + out.stderr
-        if log and os.path.exists(log):
-            with open(log) as stream:
-                text += stream.read()
-        self.addDetail('refused-' + host, content.text_content(text))
-        # Nothing of it reached nova's records.
-        self.assertNotIn(host, [svc['host'] for svc in
-                                self.recorder.cell.services()])
-        return text
-
     def test_i_conflicting_group_options_refuse_to_start(self):
         text = self._refused_start('cnx', {'ironic': {
             'partition_key': 'rack1', 'conductor_group': 'rack2',
@@ -440,6 +449,79 @@ class PartitionLaneTest(_Lane):
                     self.nova.workdir, 'cny.sqlite')}})
         self.assertIn('[ironic_partition_database] connection', text)
         self.assertIn('which only this host can reach', text)
+
+    def test_k_crash_restart_in_a_new_pid_namespace(self):
+        # A container restarted after a crash: the same host name, a new
+        # PID namespace, so the previous process is never provably gone.
+        # nova-compute must come back by itself, not exit into a loop.
+        compute = self.nova.computes['cn2']
+        self.addCleanup(setattr, compute, 'own_pid_namespace', False)
+        compute.own_pid_namespace = True
+        self.nova.restart_compute('cn2')
+        self.steady()
+        since = time.time()
+        self.nova.kill_compute('cn2')
+        self.nova.start_compute('cn2')
+        line = self.wait_log('cn2', 'Not ready: Another process already '
+                             "runs as host 'cn2'", since, 60)
+        self.addDetail('waiting', content.text_content(line))
+        line = self.wait_log('cn2', 'Registered as host cn2 ', since,
+                             self.takeover_bound() * 2)
+        joined = novalane._log_time(novalane._TS_RE.match(line).group(1))
+        self.wait_log('cn2', 'Final resource view', joined, 120)
+        self.steady()
+        self.addDetail('rejoined', content.text_content(
+            'cn2 registered %.1f s after its restart (bound %d s)'
+            % (joined - since, self.takeover_bound() * 2)))
+        self.assertTrue(compute.running())
+        self.assertEqual(list(compute.UNSHARE), compute.argv[:4])
+        self.assert_no_double_hold(since=since)
+        self.assert_no_damage()
+
+    def test_l_takeover_stops_the_old_compute(self):
+        # A hung nova-compute replaced: "ironic-partition takeover", then a
+        # new nova-compute with the same host. When the old one wakes up,
+        # it stops itself (nova's graceful stop); the new one serves.
+        # NOTE(ironic-partition): a fresh cn3: test_h's SIGHUP reset
+        # oslo.service's signal handlers in it (nova 34, threading mode),
+        # and a SIGTERM would then kill it outright.
+        step = time.time()
+        self.nova.restart_compute('cn3')
+        self.wait_log('cn3', 'Final resource view', step, 120)
+        self.steady()
+        old = self.nova.computes['cn3']
+        self.nova.pause_compute('cn3')
+        try:
+            out = harness_cli.run_cli('--config-file', old.config_file,
+                                      'takeover', 'cn3')
+            self.assertEqual(0, out.returncode, out.stderr)
+            self.assertIn('Took host cn3 (nova-compute) away', out.stdout)
+            started = time.time()
+            new = self.nova._service(
+                'nova-compute-cn3-new',
+                ['nova-compute', '--config-file', old.config_file],
+                cls=harness_nova.Compute, host='cn3',
+                config_file=old.config_file)
+            new.start()
+        finally:
+            self.nova.resume_compute('cn3')
+        # The old process stops by itself, gracefully.
+        harness.wait_for(lambda: not old.running(), self.takeover_bound(),
+                         'the old cn3 to stop itself', interval=0.5)
+        # 0: oslo.service's graceful shutdown ran to its end.
+        self.assertEqual(0, old.process.returncode)
+        self.wait_log('cn3', 'Another process took host cn3 over', started,
+                      5)
+        # The new one registers once the old claims ran out, and reports.
+        self.nova.computes['cn3'] = new
+        self.addCleanup(self.nova.computes.__setitem__, 'cn3', old)
+        self.wait_log('cn3', 'Registered as host cn3 ', started,
+                      self.takeover_bound())
+        self.wait_log('cn3', 'Final resource view', started,
+                      self.takeover_bound() * 2)
+        self.steady()
+        self.assertTrue(new.running())
+        self.assert_no_damage()
 
 
 class NovaDefaultCadenceLaneTest(_Lane):
@@ -493,4 +575,45 @@ class NovaDefaultCadenceLaneTest(_Lane):
             'takeover after SIGKILL in %.1f s (bound %d s)' % (
                 took, self.takeover_bound())))
         self.assert_no_double_hold(since=killed)
+        self.assert_no_damage()
+
+
+class UnpartitionedDefaultsLaneTest(_Lane):
+    """nova's unpartitioned HA on our defaults: refused unless alone.
+
+    No conductor group, no shard, no peer_list, and no
+    ``[ironic_partition_database] connection`` nor membership or claims
+    option: every compute would keep its claims in a SQLite file of its
+    own. One compute alone manages the whole fleet, as nova's driver does;
+    a second one on the same defaults refuses to start, naming the option.
+    """
+
+    LANE_HOSTS = ['solo']
+    PARTITION_KEY = None
+    PARTITION_OPTIONS = {'membership_backend': None, 'claims': None}
+    EXTRA_CONFIG = {'ironic_partition_database': {'connection': None}}
+
+    def fleet_held_by_solo(self):
+        hosts_of = self.recorder.hosts_of()
+        return all(hosts_of.get(node) == ['solo']
+                   for node in self.group + self.other)
+
+    def test_alone_then_a_second_compute_is_refused(self):
+        harness.wait_for(self.fleet_held_by_solo, self.takeover_bound() * 2,
+                         'every node of every group held by solo',
+                         interval=0.5, check=self.nova.check_services)
+        since = time.time()
+        config = self.nova.compute_config('solo')
+        self.assertNotIn('connection', {
+            k: v for k, v in config['ironic_partition_database'].items()
+            if v is not None})
+        text = self._refused_start('second', {})
+        self.assertIn('Invalid value', text)
+        self.assertIn('for option [ironic_partition_database] connection: '
+                      'it is a SQLite database', text)
+        self.assertIn('other nova-compute services with Ironic nodes are '
+                      'up (solo)', text)
+        # solo goes on alone, nothing moved, nothing deleted.
+        self.assertTrue(self.fleet_held_by_solo())
+        self.assertEqual([], self.moves_since(since))
         self.assert_no_damage()

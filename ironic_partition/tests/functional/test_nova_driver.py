@@ -34,9 +34,11 @@ from testtools import content
 import tooz.hashring
 
 from ironic_partition.db import api as db_api
+from ironic_partition import exception as ip_exception
 from ironic_partition import testing as harness
 from ironic_partition.testing import compute_worker
 from ironic_partition.testing import nova_env
+from ironic_partition.testing import proxy as harness_proxy
 from ironic_partition.tests.functional import test_harness
 
 TIMEOUT = 90
@@ -232,6 +234,79 @@ class NovaDriverTestCase(_IronicTestCase):
         driver.failed_spawn_cleanup(lost)
         self.assertEqual(winner,
                          self.conn.baremetal.get_node(raced).instance_id)
+
+    def test_local_database_only_while_alone(self):
+        # nova's unpartitioned HA on our defaults: no conductor group, no
+        # shard, no peer_list, the claims in a SQLite file of this host.
+        from nova import exception as nova_exception
+        nova_env.set_all_down()
+        host, other = '%s-solo' % self.tag, '%s-other' % self.tag
+        nova_env.add_compute(host)
+        novaconf = self.useFixture(nova_env.NovaConf(
+            self.ironic.endpoint, {
+                ('ironic_partition', 'state_path'): self.useFixture(
+                    fixtures.TempDir()).path}))
+        # Alone: it starts, and reports every node, as nova's driver does.
+        driver = self._driver(novaconf, host)
+        everything = set().union(*self.groups.values())
+        self.assertEqual(everything, set(driver.get_available_nodes()))
+
+        # Another Ironic compute comes up: not ready, naming the option.
+        nova_env.add_compute(other)
+        e = self.assertRaises(nova_exception.VirtDriverNotReady,
+                              driver.get_available_nodes)
+        self.assertIn('[ironic_partition_database] connection', str(e))
+        self.assertIn('other nova-compute services with Ironic nodes are '
+                      'up (%s)' % other, str(e))
+        # ... and a second compute on the defaults refuses to start.
+        from nova.virt import driver as virt_driver
+        novaconf.config(host=other)
+        novaconf.config(group='ironic_partition', state_path=self.useFixture(
+            fixtures.TempDir()).path)
+        second = virt_driver.load_compute_driver(
+            None, 'ironic_partition.IronicPartitionDriver')
+        self.addCleanup(second.cleanup_host, other)
+        e = self.assertRaises(ip_exception.ConfigurationError,
+                              second.init_host, other)
+        self.assertIn('[ironic_partition_database] connection', str(e))
+        self.assertIn('(%s)' % host, str(e))
+
+        # The other one is gone: alone again, every node again.
+        nova_env.set_up(other, False)
+        self.assertEqual(everything, set(driver.get_available_nodes()))
+
+    def test_claims_database_down_at_start(self):
+        # nova's own driver needs no claims database: ours must not make
+        # one a reason for nova-compute not to start.
+        from nova import exception as nova_exception
+        database = self.useFixture(harness.DatabaseFixture('postgresql'))
+        connection = db_api.Connection(database.url)
+        connection.upgrade()
+        connection.dispose()
+        proxy = self.useFixture(harness_proxy.TCPProxy.for_url(database.url))
+        proxy.cut()
+        url = proxy.url_through(database.url)
+        me = '%s-cn' % self.tag
+        nova_env.add_compute(me)
+        novaconf = self.useFixture(nova_env.NovaConf(
+            self.ironic.endpoint, {
+                ('ironic', 'conductor_group'): 'rack2',
+                ('ironic', 'peer_list'): [me],
+                ('ironic_partition_database', 'connection'): url}))
+        driver = self._driver(novaconf, me)
+        for _attempt in range(2):
+            e = self.assertRaises(nova_exception.VirtDriverNotReady,
+                                  driver.get_available_nodes)
+            self.assertIn('Cannot connect to the membership database',
+                          str(e))
+        self.assertEqual({}, driver.node_cache)
+        # Its servers' operations do not need the partition.
+        node = sorted(self.groups['rack2'])[0]
+        self.assertEqual(node, driver._get_node(node).id)
+
+        proxy.restore()
+        self.assertEqual(self.groups['rack2'],
+                         set(driver.get_available_nodes()))
 
     def test_ironic_down_is_not_ready(self):
         from nova import exception as nova_exception

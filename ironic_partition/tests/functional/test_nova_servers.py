@@ -605,3 +605,57 @@ class ServersLaneTest(test_nova_compute._Lane):
         self.steady()
         self.assert_double_holds_after(resumed, since)
         self.assert_no_damage()
+
+    def server_status(self, server_id):
+        return self.api.servers([server_id])[server_id].status
+
+    def test_f_claims_database_down_at_start(self):
+        # The membership and claims database does not answer when a
+        # compute holding servers starts: it runs anyway, not ready, its
+        # servers' power actions work through nova, and it joins when the
+        # database answers.
+        self.steady()
+        since = time.time()
+        ids = self.boot_many(4, 'dbdown')
+        servers = self.wait_final(ids, PROVISION * 2)
+        self.assertEqual({}, self.faults(servers))
+        instances = self.records.instances(ids)
+        owner = max(RACK1, key=lambda h: sum(
+            1 for i in instances.values() if i.host == h))
+        server_id = sorted(i for i in ids if instances[i].host == owner)[0]
+        node = instances[server_id].node
+        self.nova.stop_compute(owner)
+        self.nova.membership_proxy.cut()
+        try:
+            started = time.time()
+            self.nova.start_compute(owner)
+            line = self.wait_log(owner, 'Not ready: the membership and '
+                                 'claims database does not answer',
+                                 started, self.takeover_bound())
+            self.addDetail('not-ready', content.text_content(line))
+            # Power off and on through nova: only the new process of the
+            # owner, which runs without the database, can do it.
+            self.conn.compute.stop_server(server_id)
+            harness.wait_for(
+                lambda: (self.server_status(server_id) == 'SHUTOFF' and
+                         self.records.nodes()[node].power_state ==
+                         'power off'),
+                PROVISION, 'the server stopped through %s' % owner,
+                interval=1, check=self.nova.check_services)
+            self.conn.compute.start_server(server_id)
+            harness.wait_for(
+                lambda: (self.server_status(server_id) == 'ACTIVE' and
+                         self.records.nodes()[node].power_state ==
+                         'power on'),
+                PROVISION, 'the server started through %s' % owner,
+                interval=1, check=self.nova.check_services)
+            self.assertTrue(self.nova.computes[owner].running())
+        finally:
+            self.nova.membership_proxy.restore()
+        # It joins: the split is back, its servers' nodes with it.
+        self.wait_log(owner, 'Registered as host %s ' % owner, started,
+                      self.takeover_bound())
+        self.steady()
+        self.assertEqual(owner, self.records.instances([server_id])[
+            server_id].host)
+        self.delete_all_and_check(ids, since)
