@@ -116,6 +116,17 @@ def parse_compute_log(path):
     return events
 
 
+def line_time(line):
+    """The time a nova log line was logged at.
+
+    :param line: one line of a nova service's log.
+    :returns: seconds since the epoch, or None for a line without a stamp
+        (a continuation line).
+    """
+    stamp = _TS_RE.match(line)
+    return _log_time(stamp.group(1)) if stamp else None
+
+
 def holds(events, now=None):
     """Turn one compute's events into hold intervals per node.
 

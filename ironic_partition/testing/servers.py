@@ -119,7 +119,8 @@ class ServerRecords(object):
         """
         return {n.id: n for n in self.ironic.baremetal.nodes(
             fields=['uuid', 'instance_uuid', 'provision_state',
-                    'maintenance', 'conductor_group', 'last_error'])}
+                    'maintenance', 'conductor_group', 'last_error',
+                    'power_state'])}
 
     def nodes_available(self):
         """Tell whether every node is ``available`` without an instance.

@@ -390,8 +390,17 @@ class ServersLaneTest(test_nova_compute._Lane):
         self.nova.start_compute('cn2')
         # Bound: nova-compute's start and its first resource-tracker run,
         # then its instances interrupted in BUILD are set to ERROR.
-        servers = self.wait_final(ids, self.takeover_bound() + PROVISION)
+        lost = self.wait_final_or_lost(ids, cn2_nodes, restarted)
         final_at = time.time() - killed
+        if lost:
+            # A platform limit, asserted as such: nova never retries or
+            # fails these; an operator deletes them (admin/servers.rst).
+            self.addDetail('lost-builds', content.text_content(
+                'builds cn2 received and lost when killed, left in BUILD '
+                'without a host by nova: %s' % sorted(lost)))
+            self.delete_and_wait(sorted(lost), 60)
+            ids = [i for i in ids if i not in lost]
+        servers = self.api.servers(ids)
         errors = self.faults(servers)
         # A named fault (a reschedule that found every alternate taken,
         # in a burst on a fleet 30/36 full), or nova's fault-less ERROR of
@@ -417,6 +426,52 @@ class ServersLaneTest(test_nova_compute._Lane):
         self.wait_nodes_available(PROVISION * 4)
         self.assert_records_agree(ids)
         self.assert_no_usage()
+
+    def wait_final_or_lost(self, ids, nodes, restarted):
+        """Wait until each server is final, or a build its compute lost.
+
+        nova acknowledges an RPC cast when a compute receives it, before
+        the compute acts on it. A build the killed compute had received
+        and not yet claimed is lost with the process: the server stays in
+        BUILD, without a host, for ever (``instance_build_timeout`` only
+        looks at a compute's own hosts' servers) and keeps the allocation
+        the scheduler made on the killed compute's node. A build that
+        waited in the compute's queue while it was down is received when
+        its RPC server starts (it logs "Join ServiceGroup" after that) and
+        claimed within seconds, so it is only taken for lost once
+        ``PROVISION`` seconds have passed since then.
+
+        :param ids: the server IDs.
+        :param nodes: the killed compute's nodes (provider UUIDs).
+        :param restarted: when the killed compute was started again.
+        :returns: the set of lost builds' server IDs.
+        """
+        line = self.wait_log('cn2', 'Running periodic task',
+                             restarted, self.takeover_bound())
+        joined = novalane.line_time(line)
+        lost = set()
+
+        def settled():
+            lost.clear()
+            servers = self.api.servers(ids)
+            instances = self.records.instances(ids)
+            for i in ids:
+                server = servers.get(i)
+                if server is not None and (
+                        server.status in harness_servers.FINAL_STATES):
+                    continue
+                inst = instances.get(i)
+                if (server is None or server.status != 'BUILD' or
+                        (inst is not None and inst.host) or
+                        not set(self.records.allocations(i)) & nodes or
+                        time.time() < joined + PROVISION):
+                    return False
+                lost.add(i)
+            return True
+        harness.wait_for(settled, self.takeover_bound() + PROVISION,
+                         'every build to end or be one cn2 lost',
+                         interval=1, check=self.nova.check_services)
+        return set(lost)
 
     def orphan_bound(self):
         """Seconds from the owner's start to its orphans being reported.
@@ -620,7 +675,7 @@ class ServersLaneTest(test_nova_compute._Lane):
         servers = self.wait_final(ids, PROVISION * 2)
         self.assertEqual({}, self.faults(servers))
         instances = self.records.instances(ids)
-        owner = max(RACK1, key=lambda h: sum(
+        owner = max(HOSTS, key=lambda h: sum(
             1 for i in instances.values() if i.host == h))
         server_id = sorted(i for i in ids if instances[i].host == owner)[0]
         node = instances[server_id].node

@@ -52,3 +52,16 @@ class TestHolds(base.TestCase):
             'cn1': {'n1': [(0, 10)]}, 'cn2': {'n1': [(4, 6)]}})
         self.assertEqual(2.0, seconds)
         self.assertEqual({'n1': [(4, 6, ['cn1', 'cn2'])]}, overlaps)
+
+
+class TestLineTime(base.TestCase):
+
+    def test_stamped_line(self):
+        line = ('2026-11-25 02:29:01.116 9707 DEBUG nova.service [-] Join '
+                'ServiceGroup membership for this service compute')
+        self.assertAlmostEqual(
+            novalane._log_time('2026-11-25 02:29:01.116'),
+            novalane.line_time(line))
+
+    def test_continuation_line(self):
+        self.assertIsNone(novalane.line_time('    a5af-0a2c - - -] more'))
