@@ -69,18 +69,47 @@ def _pid_namespace():
         return None
 
 
+def _parse_start(stat):
+    # NOTE(ironic-partition): the command name (field 2) may hold spaces
+    # and parentheses; the fields after its last ')' are plain.
+    fields = stat.rsplit(')', 1)[-1].split()
+    if len(fields) < 20 or not fields[19].isdigit():
+        raise ValueError('unexpected /proc stat layout')
+    return fields[19]
+
+
 def _start_time(pid):
     """The start time of a process, in clock ticks since boot, or None."""
     stat = _read('/proc/%d/stat' % pid)
     if stat is None:
         return None
-    # NOTE(ironic-partition): the command name (field 2) may hold spaces
-    # and parentheses; the fields after its last ')' are plain.
-    fields = stat.rsplit(')', 1)[-1].split()
     try:
-        return fields[19]
-    except IndexError:
+        return _parse_start(stat)
+    except ValueError:
         return None
+
+
+def _running_start(pid):
+    """The start time of a running process, or None when none runs.
+
+    Only proof counts as absence: ``kill(pid, 0)`` answering "no such
+    process". A PID that exists but cannot be read (``/proc`` mounted
+    with ``hidepid``, another user, a security module) raises instead:
+    that process may be the one we ask about.
+
+    :param pid: a PID of this PID namespace.
+    :returns: its start time (clock ticks since boot), or None.
+    :raises OSError: or ``ValueError`` when it runs but cannot be read.
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        # NOTE(ironic-partition): it exists, as another user's process.
+        pass
+    with open('/proc/%d/stat' % pid) as stream:
+        return _parse_start(stream.read())
 
 
 def liveness_token(pid=None):
@@ -107,7 +136,8 @@ def provably_gone(token):
 
     :param token: a :func:`liveness_token` string, or None.
     :returns: True when that process is gone (its PID runs nothing, or a
-        process started at another time).
+        process started at another time); False when it may run,
+        including when its PID runs a process this one cannot read.
     """
     if not token:
         return False
@@ -121,8 +151,18 @@ def provably_gone(token):
         pid = int(parts[3])
     except ValueError:
         return False
-    started = _start_time(pid)
-    return started is None or started != parts[4]
+    try:
+        started = _running_start(pid)
+    except (OSError, ValueError) as e:
+        LOG.warning('Cannot tell whether process %(pid)d still runs '
+                    '(%(err)s); it may, so it is not taken for gone',
+                    {'pid': pid, 'err': e})
+        return False
+    if started is None:
+        return True
+    # NOTE(ironic-partition): a token whose start time could not be read
+    # cannot prove that this PID runs another process now.
+    return parts[4] != '-' and started != parts[4]
 
 
 def origin():

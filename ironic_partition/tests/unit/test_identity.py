@@ -52,6 +52,57 @@ class TestLiveness(base.TestCase):
         self.assertFalse(identity.provably_gone(None))
         self.assertFalse(identity.provably_gone('garbage'))
 
+    def _unreadable(self, error, kill_error=None):
+        # A live child this process cannot read, as under hidepid=2 or
+        # a security module: only its /proc entry fails.
+        child = subprocess.Popen([sys.executable, '-c',
+                                  'import time; time.sleep(60)'])
+        self.addCleanup(child.wait)
+        self.addCleanup(child.kill)
+        token = identity.liveness_token(child.pid)
+        self.assertNotIn('-', token.split(' ')[1:])
+        real_open = open
+        stat = '/proc/%d/stat' % child.pid
+
+        def fake_open(path, *args, **kwargs):
+            if path == stat:
+                raise error
+            return real_open(path, *args, **kwargs)
+        self.useFixture(fixtures.MonkeyPatch('builtins.open', fake_open))
+        if kill_error is not None:
+            def fake_kill(pid, sig):
+                raise kill_error
+            self.useFixture(fixtures.MonkeyPatch('os.kill', fake_kill))
+        return token
+
+    def test_a_hidden_live_process_is_not_gone(self):
+        # hidepid=2: another user's /proc/PID does not exist for us.
+        logger = self.useFixture(fixtures.FakeLogger())
+        token = self._unreadable(FileNotFoundError(2, 'No such file'))
+        self.assertFalse(identity.provably_gone(token))
+        self.assertIn('Cannot tell whether process', logger.output)
+
+    def test_an_unreadable_process_of_another_user_is_not_gone(self):
+        token = self._unreadable(PermissionError(13, 'Permission denied'),
+                                 kill_error=PermissionError(1, 'EPERM'))
+        self.assertFalse(identity.provably_gone(token))
+
+    def test_an_unexpected_stat_layout_is_not_gone(self):
+        parts = identity.liveness_token().split(' ')
+        self.useFixture(fixtures.MonkeyPatch(
+            'ironic_partition.identity._parse_start',
+            lambda stat: (_ for _ in ()).throw(ValueError('layout'))))
+        self.assertFalse(identity.provably_gone(' '.join(parts)))
+
+    def test_a_token_without_start_time_is_gone_only_if_absent(self):
+        parts = identity.liveness_token().split(' ')
+        parts[4] = '-'
+        self.assertFalse(identity.provably_gone(' '.join(parts)))
+        child = subprocess.Popen([sys.executable, '-c', 'pass'])
+        child.wait()
+        parts[3] = str(child.pid)
+        self.assertTrue(identity.provably_gone(' '.join(parts)))
+
 
 class TestIdentity(base.TestCase):
 
