@@ -720,15 +720,31 @@ class ClaimManager(object):
     def _conclude(self, start, statements, ring_nodes, instance_nodes,
                   desired, released, claimed, error, held):
         with self._lock:
+            now = self._clock()
             if held is not None:
                 self._held = frozenset(held)
                 self._epochs = types.MappingProxyType(dict(held))
                 self._valid_until = (start + self.lease_time
                                      - self.fencing_margin)
+                if now >= self._valid_until:
+                    # NOTE(ironic-partition): the round's writes succeeded
+                    # but it ended past the fence they set (a statement
+                    # waited on a row lock, a stalled connection): what it
+                    # proves ran out before it could be used. Fail closed,
+                    # as for a database error: not ready, never a ready
+                    # and shorter list.
+                    error = _('the claim round ended %(late).1f s after '
+                              'its own fence (it took %(took).1f s; '
+                              'lease_time minus fencing_margin is '
+                              '%(window).1f s)') % {
+                        'late': now - self._valid_until,
+                        'took': now - start,
+                        'window': self.lease_time - self.fencing_margin}
+                    held = None
+            if held is not None:
                 failures = self._health.succeeded(start)
             else:
                 failures = self._health.failed(error)
-            now = self._clock()
             until = self._valid_until
             expired = until is None or now >= until
             mine = self._held

@@ -540,6 +540,32 @@ class TestFencing(ClaimsTestCase):
         self.assertIn('No longer fenced', self.logger.output)
         self.assertIn('succeeded again after 3 failures', self.logger.output)
 
+    def test_round_ending_past_its_fence_is_a_failed_round(self):
+        # Every statement succeeds, but the renewal waits on a row lock
+        # for most of a lease: the round ends after the fence it set.
+        a = self.manager('a')
+        ring, inst = _ids(5), _ids(1, start=10)
+        a.round(ring, inst)
+        window = LEASE - MARGIN
+
+        def slow(name):
+            if name == 'renew':
+                self.advance(window + 1)
+        self.db.on_statement = slow
+        out = a.round(ring, inst)
+        self.assertFalse(out.ok)
+        self.assertIn('the claim round ended 1.0 s after its own fence',
+                      out.error)
+        self.assertEqual(frozenset(), out.ring_reported)
+        self.assertEqual(frozenset(ring), out.fenced)
+        self.assertIn('Claim round of a in', self.logger.output)
+        # The next round in time is a success again, with the same claims.
+        self.db.on_statement = None
+        out = a.round(ring, inst)
+        self.assertTrue(out.ok)
+        self.assertEqual(frozenset(ring + inst), out.reported)
+        self.assertEqual(frozenset(), out.claimed)
+
     def test_fenced_before_anyone_else_may_claim(self):
         # a is cut off from the database right after a renewal; b tries
         # to claim every 100 ms. At no instant may both report a node.
@@ -604,8 +630,8 @@ class TestFencing(ClaimsTestCase):
         self.assertEqual(frozenset(nodes), out.waiting)
 
     def test_pause_inside_a_round(self):
-        # Paused at its last statement for longer than the lease: the
-        # round "succeeds" but is fenced on return.
+        # Paused at its last statement for longer than the lease: every
+        # statement succeeds, but the round is a failed one, fenced.
         a = self.manager('a')
         nodes = _ids(3)
         a.round(nodes)
@@ -615,7 +641,8 @@ class TestFencing(ClaimsTestCase):
                 self.clock.now += LEASE
         self.db.on_statement = pause
         out = a.round(nodes)
-        self.assertTrue(out.ok)
+        self.assertFalse(out.ok)
+        self.assertIn('after its own fence', out.error)
         self.assertEqual(frozenset(), out.ring_reported)
         self.assertEqual(frozenset(nodes), out.fenced)
 
