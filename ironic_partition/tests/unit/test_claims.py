@@ -261,6 +261,24 @@ class TestSettings(base.TestCase):
         self.assertEqual(72.0, settings.fencing_margin)
         self.assertEqual(16.0, settings.renew_interval)
 
+    def test_no_warning_on_nova_defaults(self):
+        # The guide's nova.conf sets no timing option: lease 120 s is not
+        # shorter than service_down_time + the interval, by our choice.
+        logger = self.useFixture(fixtures.FakeLogger())
+        cadence = claims.Cadence(60, 60, '[DEFAULT] update_resources_interval')
+        self.assertEqual(120.0,
+                         claims.get_settings(self.conf, cadence).lease_time)
+        self.assertNotIn('is not shorter than', logger.output)
+
+    def test_warning_on_a_long_lease_the_operator_set(self):
+        logger = self.useFixture(fixtures.FakeLogger())
+        cadence = claims.Cadence(60, 60, '[DEFAULT] update_resources_interval')
+        self.config(group='ironic_partition', lease_time=240)
+        claims.get_settings(self.conf, cadence)
+        self.assertIn('lease_time (240) is not shorter than '
+                      'service_down_time (60) plus [DEFAULT] '
+                      'update_resources_interval (60)', logger.output)
+
     def test_lease_must_outlive_two_nova_runs(self):
         cadence = claims.Cadence(60, 60, '[DEFAULT] update_resources_interval')
         self.config(group='ironic_partition', lease_time=60)
