@@ -67,10 +67,6 @@ NODE_FIELDS = ('uuid', 'instance_uuid', 'conductor_group', 'driver',
 
 DEFAULT_PAGE_SIZE = 1000
 
-#: Nodes read to find the newest timestamps; more nodes without one means
-#: the change feed cannot be trusted (see IronicClient.node_changes).
-_HEAD_PAGE = 100
-
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 # API name -> attribute name, following openstacksdk's renames so that code
@@ -563,7 +559,8 @@ class IronicClient(object):
         A node never updated since it was created has no ``updated_at``;
         the ``created_at`` pass finds it. PostgreSQL sorts those nodes
         first (MySQL last); Ironic cannot page past them reliably, so when
-        they fill a whole page the feed gives up.
+        a page that has a next one ends on such a node the feed gives
+        up.
 
         :param since: the watermark (a datetime).
         :param overlap: a ``timedelta`` read again before the watermark.
@@ -607,8 +604,9 @@ class IronicClient(object):
         stop = since - overlap
         params = {'sort_key': key, 'sort_dir': 'desc',
                   'limit': self.page_size}
-        for page in self._page_bodies('/nodes/detail', 'nodes', params,
-                                      microversion, meter):
+        for page, more in self._page_bodies('/nodes/detail', 'nodes',
+                                            params, microversion, meter,
+                                            with_next=True):
             for body in page:
                 stamp = parse_timestamp(body.get(key))
                 if stamp is not None and stamp < stop:
@@ -619,10 +617,12 @@ class IronicClient(object):
                     found[body['uuid']] = (
                         parse_timestamp(body.get('updated_at')),
                         Node.from_api(body))
-            if len(page) >= self.page_size and page[-1].get(key) is None:
+            if more and page and page[-1].get(key) is None:
                 # NOTE(ironic-partition): the next page's marker would have
                 # no timestamp, and Ironic's keyset pagination then skips
-                # newer nodes.
+                # newer nodes. Ironic says there is a next page by its
+                # "next" link; the page's length says nothing when its
+                # [api] max_limit is below our page size.
                 raise ChangeFeedUnavailable(
                     'a page of nodes ends with one without %s' % key)
         return found, newest
@@ -648,10 +648,11 @@ class IronicClient(object):
 
     def _newest_stamp(self, key, microversion, meter):
         stamp = _EPOCH
-        # NOTE(ironic-partition): one node usually answers; a larger page
-        # only when the newest has no timestamp (PostgreSQL sorts those
-        # first).
-        for limit in (1, _HEAD_PAGE):
+        # NOTE(ironic-partition): one node usually answers; a page only
+        # when the newest has no timestamp (PostgreSQL sorts those first).
+        # Whether more nodes follow is Ironic's "next" link: a short page
+        # may be its [api] max_limit, not the end.
+        for limit in (1, self.page_size):
             params = {'sort_key': key, 'sort_dir': 'desc', 'limit': limit}
             body = self._get('/nodes/detail', params, microversion, meter)
             page = body.get('nodes') or ()
@@ -659,12 +660,14 @@ class IronicClient(object):
             found = [f for f in found if f is not None]
             if found:
                 return max(found)
-            if len(page) < limit:
+            if not body.get('next'):
                 return stamp
         raise ChangeFeedUnavailable(
-            'more than %d nodes without %s' % (_HEAD_PAGE, key))
+            'a page of %d nodes without %s, and more after it (nodes never '
+            'updated since they were enrolled)' % (len(page), key))
 
-    def _page_bodies(self, path, key, params, microversion, meter=None):
+    def _page_bodies(self, path, key, params, microversion, meter=None,
+                     with_next=False):
         """Yield the items of each page of a paginated Ironic list.
 
         :param path: the collection's path, e.g. ``/nodes``.
@@ -672,6 +675,8 @@ class IronicClient(object):
         :param params: the query; ``marker`` is set as pages go by.
         :param microversion: the API microversion to ask for.
         :param meter: a :class:`Meter` counting the calls, or None.
+        :param with_next: yield ``(items, more)`` instead, ``more`` telling
+            whether Ironic linked a next page.
         :returns: a generator of lists of the items' JSON objects.
         :raises IronicUnavailable: an answer without ``key``, or any
             failure of :meth:`_get`.
@@ -686,7 +691,7 @@ class IronicClient(object):
                     reason='a %s list answer without "%s"' % (path, key))
             marker = self._next_marker(body)
             del body
-            yield page
+            yield (page, marker is not None) if with_next else page
             if not page or marker is None:
                 return
             params['marker'] = marker

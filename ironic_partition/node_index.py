@@ -72,6 +72,10 @@ class NodeIndex(object):
         self._key = None
         self._synced_at = None
         self._mark = None
+        #: Whether Ironic's shard filter proved to ignore case.
+        self._shard_ignores_case = False
+        #: Why the change feed could not be used last time, or None.
+        self.feed_problem = None
 
     def __len__(self):
         return len(self.nodes)
@@ -113,16 +117,30 @@ class NodeIndex(object):
         reason = self._full_reason(key)
         if reason is None:
             try:
-                return self._apply_changes(key)
+                update = self._apply_changes(key)
             except baremetal.ChangeFeedUnavailable as e:
+                self._feed_unusable(e)
                 reason = 'the change feed is incomplete (%s)' % e
+            else:
+                self.feed_problem = None
+                return update
         return self._list_all(key, reason)
+
+    def _feed_unusable(self, error):
+        # NOTE(ironic-partition): a WARNING when the reason changes, not
+        # at every refresh: a fleet stuck on full listings says so once.
+        reason = str(error)
+        if reason != self.feed_problem:
+            LOG.warning('The change feed cannot be used, listing in full '
+                        '(until it can): %s', reason)
+        self.feed_problem = reason
 
     def _list_all(self, key, reason):
         conductor_group, shard = key
         if self._key != key:
             self.nodes = {}
             self._key = key
+            self._shard_ignores_case = False
         self._synced_at = None
         started = self._clock()
         mv = self._microversion(shard)
@@ -136,7 +154,7 @@ class NodeIndex(object):
             try:
                 mark, head = stamps.result()
             except baremetal.ChangeFeedUnavailable as e:
-                LOG.info('Listing in full at every refresh for now: %s', e)
+                self._feed_unusable(e)
                 mark = None
                 head = baremetal.Meter()
         nodes = self.nodes
@@ -162,14 +180,45 @@ class NodeIndex(object):
         # _synced_at unset and the next refresh lists in full again.
         fields = baremetal.NODE_FIELDS + (('shard',) if shard is not None
                                           else ())
+        lowered = shard.lower() if shard is not None else None
         for page in self.client.node_pages(conductor_group, fields=fields,
                                            shard=shard, meter=meter):
             for node in page:
                 nodes[node.id] = node
                 seen.add(node.id)
+                if lowered is not None and node.shard != lowered:
+                    # NOTE(ironic-partition): Ironic's database matched
+                    # the lower-cased filter to another case.
+                    self._shard_ignores_case = True
         for gone in [u for u in nodes if u not in seen]:
             del nodes[gone]
         return meter
+
+    def _shard_matches(self, node, shard):
+        """Whether Ironic's shard filter lists this changed node.
+
+        Ironic stores a node's shard as written and lower-cases the
+        filter; whether ``Rack-A`` matches ``rack-a`` is its database's
+        collation: yes on MySQL/MariaDB, no on PostgreSQL. A full listing
+        that returned such a node proved "yes"; otherwise the feed cannot
+        tell, and the refresh lists in full.
+
+        :param node: a changed node.
+        :param shard: the lower-cased shard filter.
+        :returns: a bool.
+        :raises ChangeFeedUnavailable: when it cannot tell.
+        """
+        if node.shard == shard:
+            return True
+        if node.shard is None or node.shard.lower() != shard:
+            return False
+        if self._shard_ignores_case:
+            return True
+        raise baremetal.ChangeFeedUnavailable(
+            'node %s has shard %r: whether Ironic lists it under shard %r '
+            'depends on its database (MySQL ignores case, PostgreSQL does '
+            'not); use lower-case shard names' % (node.id, node.shard,
+                                                  shard))
 
     def _apply_changes(self, key):
         conductor_group, shard = key
@@ -184,7 +233,8 @@ class NodeIndex(object):
             # NOTE(ironic-partition): the filters Ironic applies to a
             # listing: the group and the shard as given, lower-cased.
             if ((group is None or node.conductor_group == group)
-                    and (shard is None or node.shard == shard)):
+                    and (shard is None or
+                         self._shard_matches(node, shard))):
                 nodes[node.id] = node
             else:
                 nodes.pop(node.id, None)

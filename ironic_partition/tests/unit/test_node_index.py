@@ -27,6 +27,7 @@ import random
 from unittest import mock
 import uuid
 
+import fixtures
 import requests
 
 from ironic_partition import baremetal
@@ -47,8 +48,13 @@ def _iso(stamp):
 class FakeIronic(object):
     """Nodes with Ironic's timestamps, served like Ironic's node API."""
 
-    def __init__(self, nulls='first'):
+    def __init__(self, nulls='first', max_limit=1000, shard_ci=None):
         self.nulls = nulls
+        #: Ironic's [api] max_limit: the largest page it serves.
+        self.max_limit = max_limit
+        #: Whether the database's collation ignores case (MySQL); by
+        #: default MySQL sorts nulls last and PostgreSQL first.
+        self.shard_ci = (nulls == 'last') if shard_ci is None else shard_ci
         self.rows = {}
         self.next_id = 1
         self.now = T0
@@ -86,7 +92,11 @@ class FakeIronic(object):
             rows = [r for r in rows
                     if r['conductor_group'] == params['conductor_group']]
         if 'shard' in params:
-            rows = [r for r in rows if r['shard'] == params['shard']]
+            # Ironic lower-cases the filter; the collation decides.
+            rows = [r for r in rows if r['shard'] is not None and (
+                r['shard'] == params['shard'] or (
+                    self.shard_ci and
+                    r['shard'].lower() == params['shard']))]
         key = params.get('sort_key', 'id')
         desc = params.get('sort_dir') == 'desc'
 
@@ -118,9 +128,10 @@ class FakeIronic(object):
                             else row['id'] > marker['id'])
                 return row[key] < value if desc else row[key] > value
             rows = [r for r in rows if after(r)]
-        page = rows[:params['limit']]
+        limit = min(params['limit'], self.max_limit)
+        page = rows[:limit]
         body = {'nodes': [self._view(r, path, params) for r in page]}
-        if len(page) == params['limit']:
+        if len(page) == limit:
             body['next'] = ('http://ironic/v1%s?marker=%s'
                             % (path, page[-1]['uuid']))
         resp = requests.Response()
@@ -220,6 +231,19 @@ class TestNodeChanges(base.TestCase):
             fake.create(stamp=False)
         self.assertRaises(baremetal.ChangeFeedUnavailable, self._changes,
                           fake, T0)
+
+    def test_short_pages_ending_without_timestamp_are_refused(self):
+        # Ironic's [api] max_limit (3) is below our page size (5): its
+        # pages are short, and only its "next" link tells that the page
+        # ending on a node without a timestamp has a next one.
+        fake = FakeIronic('first', max_limit=3)
+        for _ in range(3):
+            fake.create(stamp=False)
+        fake.tick(100)
+        u = fake.create()
+        fake.update(u, maintenance=True)
+        self.assertRaises(baremetal.ChangeFeedUnavailable, self._changes,
+                          fake, T0 + datetime.timedelta(seconds=50))
 
     def test_newest_stamp(self):
         fake = FakeIronic('first')
@@ -390,6 +414,71 @@ class TestNodeIndex(base.TestCase):
         self.assertTrue(update.full)
         self.assertIn('change feed is incomplete', update.reason)
         self.assertEqual(9, len(index))
+
+    def _mixed_case(self, nulls):
+        fake = FakeIronic(nulls)
+        mixed = fake.create(group='rack1', shard='Rack-A')
+        lower = fake.create(group='rack1', shard='rack-a')
+        index = self._index(fake)
+        index.refresh('rack1', 'Rack-A')
+        self.clock[0] += 1
+        fake.update(mixed, maintenance=True)
+        fake.update(lower, maintenance=True)
+        return fake, index, mixed, lower
+
+    def test_mixed_case_shard_on_mysql_stays_in_the_index(self):
+        logger = self.useFixture(fixtures.FakeLogger())
+        fake, index, mixed, lower = self._mixed_case('last')
+        update = index.refresh('rack1', 'Rack-A')
+        self.assertFalse(update.full)
+        self.assertEqual({mixed, lower}, set(index.nodes))
+        self.assertTrue(index.nodes[mixed].is_maintenance)
+        self.assertNotIn('change feed cannot be used', logger.output)
+
+    def test_mixed_case_shard_on_postgresql_lists_in_full(self):
+        logger = self.useFixture(fixtures.FakeLogger())
+        fake, index, mixed, lower = self._mixed_case('first')
+        self.assertEqual({lower}, set(index.nodes))
+        update = index.refresh('rack1', 'Rack-A')
+        # The feed cannot tell whether Ironic lists it: a full listing,
+        # which does not.
+        self.assertTrue(update.full)
+        self.assertIn("has shard 'Rack-A'", update.reason)
+        self.assertEqual({lower}, set(index.nodes))
+        self.assertEqual(1, logger.output.count('change feed cannot be '
+                                                'used'))
+        self.assertIn('use lower-case shard names', index.feed_problem)
+
+    def test_feed_problem_warned_once_and_cleared(self):
+        logger = self.useFixture(fixtures.FakeLogger())
+        fake = FakeIronic('first')
+        for _ in range(3):
+            fake.create()
+        index = self._index(fake, page_size=5)
+        index.refresh('rack1')
+        for _ in range(6):
+            fake.create(stamp=False)
+        for _ in range(2):
+            self.clock[0] += 1
+            index.refresh('rack1')
+        # The feed's reason, then the watermark's; then nothing new.
+        warned = logger.output.count('change feed cannot be used')
+        self.assertEqual(2, warned)
+        for _ in range(3):
+            self.clock[0] += 1
+            self.assertTrue(index.refresh('rack1').full)
+        self.assertEqual(warned, logger.output.count('change feed cannot '
+                                                     'be used'))
+        self.assertIn('5 nodes without updated_at', index.feed_problem)
+        # Once they are updated, the feed is used again, and says so.
+        for u, row in fake.rows.items():
+            if row['updated_at'] is None:
+                fake.update(u)
+        self.clock[0] += 1
+        index.refresh('rack1')
+        self.clock[0] += 1
+        self.assertFalse(index.refresh('rack1').full)
+        self.assertIsNone(index.feed_problem)
 
 
 class TestPartitionerReadsTheOptions(base.TestCase):
