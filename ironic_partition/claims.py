@@ -69,6 +69,7 @@ from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import health
 from ironic_partition.db import store as store_mod
 from ironic_partition import exception
+from ironic_partition import identity as identity_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -517,6 +518,13 @@ class ClaimManager(object):
 
     def _run_timer(self):
         while not self._timer_stop.wait(self._timer_wait()):
+            if identity_mod.process_exiting():
+                # NOTE(ironic-partition): see the heartbeat loop: a process
+                # that no longer serves lets its claims lapse.
+                LOG.warning('The main thread of this process ended: no '
+                            'more claim renewals for %s; the claims lapse '
+                            'after their lease', self.host)
+                return
             try:
                 if self._owns_identity and self.identity is not None:
                     self._beat()

@@ -42,6 +42,7 @@ names the one incarnation that holds the host name, and:
 
 import os
 import socket
+import threading
 
 from oslo_log import log as logging
 from oslo_utils import uuidutils
@@ -163,6 +164,19 @@ def provably_gone(token):
     # NOTE(ironic-partition): a token whose start time could not be read
     # cannot prove that this PID runs another process now.
     return parts[4] != '-' and started != parts[4]
+
+
+def process_exiting():
+    """Whether this process is shutting down: its main thread has ended.
+
+    Python then waits only for the remaining non-daemon threads before it
+    exits. A service whose main thread ended no longer serves (nova's
+    periodic tasks and RPC server are gone, or going), even if a thread of
+    its own keeps the process alive: it must stop proving it is alive.
+
+    :returns: a bool.
+    """
+    return not threading.main_thread().is_alive()
 
 
 def origin():

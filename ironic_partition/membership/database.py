@@ -43,6 +43,7 @@ from ironic_partition._i18n import _
 from ironic_partition.db import health
 from ironic_partition.db import store as store_mod
 from ironic_partition import exception
+from ironic_partition import identity as identity_mod
 from ironic_partition.membership import base
 
 LOG = logging.getLogger(__name__)
@@ -200,6 +201,16 @@ class DatabaseMembership(base.MembershipBackend):
 
     def _run(self):
         while not self._stop_event.wait(self._next_delay()):
+            if identity_mod.process_exiting():
+                # NOTE(ironic-partition): a process whose main thread
+                # ended (nova-compute after a failed SIGHUP restart, an
+                # interpreter waiting on a stuck non-daemon thread) serves
+                # nothing: let peers see it dead.
+                LOG.warning('The main thread of this process ended: no '
+                            'more heartbeats as %(host)s (%(role)s); peers '
+                            'see it dead after service_down_time',
+                            {'host': self.host, 'role': self.role})
+                return
             try:
                 self.heartbeat()
             except BaseException:

@@ -966,3 +966,28 @@ class TestOneStore(base.TestCase):
         self.config(group='ironic', partition_key='rack2')
         self.assertTrue(p.reload_settings())
         self.assertEqual('rack2', backend.partition_key)
+
+    def test_no_renewal_once_the_main_thread_ended(self):
+        logger = self.useFixture(fixtures.FakeLogger())
+        tmp = self.useFixture(fixtures.TempDir()).path
+        # Renewals every 0.3 s.
+        self.config(group='ironic_partition', host='cn1', state_path=tmp,
+                    refresh_interval=1, lease_time=2, fencing_margin=1.1)
+        self.config(group='ironic', partition_key='rack1',
+                    peer_list=['cn1'])
+        backend = database.DatabaseMembership(self.conf, 'cn1', 'agent',
+                                              partition_key='rack1')
+        self.addCleanup(backend.stop, timeout=5)
+        p = partitioner.Partitioner(
+            self.conf, test_partitioner.FakeClient(_nodes(3)), backend)
+        backend.start()
+        p.start()
+        self.addCleanup(p.stop)
+        p.refresh()
+        timer = p.claims._timer
+        self.assertTrue(timer.is_alive())
+        self.useFixture(fixtures.MonkeyPatch(
+            'ironic_partition.identity.process_exiting', lambda: True))
+        timer.join(p.claims.renew_interval + 5)
+        self.assertFalse(timer.is_alive())
+        self.assertIn('no more claim renewals for cn1', logger.output)

@@ -52,6 +52,21 @@ class TestLiveness(base.TestCase):
         self.assertFalse(identity.provably_gone(None))
         self.assertFalse(identity.provably_gone('garbage'))
 
+    def test_process_exiting_once_the_main_thread_ended(self):
+        # A non-daemon thread keeps the interpreter alive after main ends.
+        script = (
+            'import threading\n'
+            'from ironic_partition import identity\n'
+            'def after_main():\n'
+            '    threading.main_thread().join()\n'
+            '    print(identity.process_exiting(), flush=True)\n'
+            'threading.Thread(target=after_main).start()\n'
+            'print(identity.process_exiting(), flush=True)\n')
+        out = subprocess.run([sys.executable, '-c', script],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(0, out.returncode, out.stderr)
+        self.assertEqual(['False', 'True'], out.stdout.split())
+
     def _unreadable(self, error, kill_error=None):
         # A live child this process cannot read, as under hidepid=2 or
         # a security module: only its /proc entry fails.

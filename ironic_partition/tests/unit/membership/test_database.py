@@ -88,6 +88,22 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         self.assertTrue(b.status()['database_reachable'])
         self.assertTrue(b.status()['running'])
 
+    def test_no_heartbeat_once_the_main_thread_ended(self):
+        # nova-compute after its SIGHUP restart failed: the main thread is
+        # gone, a stuck non-daemon thread keeps the process; peers must
+        # see it dead.
+        logger = self.useFixture(fixtures.FakeLogger())
+        b = self._backend()
+        b.start()
+        thread = b._thread
+        self.assertTrue(thread.is_alive())
+        self.useFixture(fixtures.MonkeyPatch(
+            'ironic_partition.identity.process_exiting', lambda: True))
+        thread.join(5)
+        self.assertFalse(thread.is_alive())
+        self.assertIn('The main thread of this process ended: no more '
+                      'heartbeats as me (conductor)', logger.output)
+
     def test_heartbeat_failure_is_reported(self):
         b = self._backend()
         b.start()
