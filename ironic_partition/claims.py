@@ -97,6 +97,10 @@ DATABASE_ERRORS = (sa_exc.SQLAlchemyError, db_exc.DBError,
 #: The fewest seconds between the lease timer's renewals.
 MIN_RENEW_INTERVAL = 0.2
 
+#: The longest the garbage collection thread sleeps before it looks
+#: whether a collection is due.
+GC_POLL = 5.0
+
 #: The claim options, validated, with the automatic values resolved.
 #:
 #: ``mode`` is the ``claims`` option; ``lease_time``, ``fencing_margin``
@@ -431,6 +435,7 @@ class ClaimManager(object):
         self._was_fenced = False
         self._health = health.Health(clock)
         self._next_gc = None
+        self._gc_thread = None
         self._last_seconds = None
         self._last_statements = None
         self._adopted = False
@@ -487,6 +492,13 @@ class ClaimManager(object):
                 target=self._run_timer, name='ironic-partition-leases',
                 daemon=True)
             self._timer.start()
+        if self._gc_thread is None or not self._gc_thread.is_alive():
+            # NOTE(ironic-partition): a thread of its own: a slow DELETE
+            # must never delay a renewal past the fence.
+            self._gc_thread = threading.Thread(
+                target=self._run_gc, name='ironic-partition-claims-gc',
+                daemon=True)
+            self._gc_thread.start()
 
     def _adopt(self):
         if self._adopted or self.identity is None:
@@ -533,7 +545,6 @@ class ClaimManager(object):
                     self.keepalive()
                 if self.fenced() and not was_fenced:
                     self._notify_fenced()
-                self.collect_garbage()
             except BaseException:
                 # NOTE(ironic-partition): keepalive() catches database
                 # errors; this only guards against bugs, so that the timer
@@ -557,6 +568,29 @@ class ClaimManager(object):
             LOG.debug('Identity heartbeat of %(host)s failed: %(err)s',
                       {'host': self.host, 'err': exc})
 
+    def _run_gc(self):
+        # NOTE(ironic-partition): wakes at most every few seconds to see
+        # whether a collection is due (no database access otherwise), so
+        # that stop() and an injected clock are noticed soon.
+        while not self._timer_stop.wait(self._gc_wait()):
+            if identity_mod.process_exiting():
+                return
+            try:
+                self.collect_garbage()
+            except BaseException:
+                # NOTE(ironic-partition): collect_garbage() catches
+                # database errors; this only guards against bugs.
+                LOG.exception('Unexpected error in the claims garbage '
+                              'collection')
+
+    def _gc_wait(self):
+        now = self._clock()
+        with self._lock:
+            if self._next_gc is None:
+                self._next_gc = now + GC_INTERVAL * random.uniform(0.1, 1.0)
+            due = self._next_gc - now
+        return min(max(0.01, due), GC_POLL)
+
     @property
     def gc_age(self):
         """Seconds after its lease ran out that a claim row is deleted.
@@ -571,7 +605,7 @@ class ClaimManager(object):
         """Delete long-unheld claim rows, at most every :data:`GC_INTERVAL`.
 
         Claim rows stay after a release, to keep their epoch; a fleet that
-        loses nodes would keep their rows forever. The lease timer calls
+        loses nodes would keep their rows forever. A thread of its own calls
         this; it deletes, in chunks, the rows of this service's role whose
         lease ran out more than :attr:`gc_age` seconds ago. The first
         collection waits a random part of the interval, so that services
@@ -959,6 +993,11 @@ class ClaimManager(object):
         timer, self._timer = self._timer, None
         if timer is not None and timer is not threading.current_thread():
             timer.join(self.renew_interval + 5)
+        gc_thread, self._gc_thread = self._gc_thread, None
+        if gc_thread is not None:
+            # NOTE(ironic-partition): a DELETE under way is not waited for
+            # long; it touches only rows nobody holds.
+            gc_thread.join(1)
         with self._lock:
             self._held = frozenset()
             self._epochs = types.MappingProxyType({})

@@ -36,7 +36,6 @@ of nodes (node UUIDs travel in chunks of
 """
 
 import collections
-import datetime
 
 from oslo_log import log as logging
 import sqlalchemy as sa
@@ -66,10 +65,6 @@ ClaimSnapshot = collections.namedtuple('ClaimSnapshot', ['as_of', 'claims'])
 
 #: An own claim as seen by :meth:`ClaimsAPI.owned_claims`.
 OwnedClaim = collections.namedtuple('OwnedClaim', ['epoch', 'valid'])
-
-#: ``expires_at`` and ``updated_at`` of a placeholder row: a node that was
-#: never claimed. Any time in the past would do.
-_NEVER = datetime.datetime(1970, 1, 1)
 
 
 class ClaimsAPI(object):
@@ -155,7 +150,13 @@ class ClaimsAPI(object):
     def _insert_placeholders(self, conn, table, role, node_ids):
         """Insert free rows (no owner, epoch 0) for nodes that have none.
 
-        Rows that exist already are left alone. One statement: on
+        Rows that exist already are left alone. A placeholder is stamped
+        with the server's time, not "long ago", so that a garbage
+        collection between its insert and the claim that follows (by any
+        service) does not take it for a row unheld for ``gc_age``: it
+        expires at once, so it is free to claim. Two statements: the
+        server's time, read once and sent as a plain constant (which keeps
+        the rows batchable); then on
         PostgreSQL an ``INSERT ... SELECT unnest(:ids) ON CONFLICT DO
         NOTHING`` with a single array parameter; elsewhere an
         ``executemany`` that the driver batches (PyMySQL sends multi-row
@@ -167,6 +168,7 @@ class ClaimsAPI(object):
         :param node_ids: node UUIDs.
         :returns: None
         """
+        stamp = conn.execute(sa.select(models.utcnow())).scalar()
         if self._db.dialect == 'postgresql':
             ids = sa.bindparam('ids', list(node_ids),
                                type_=sa_postgresql.ARRAY(sa.String))
@@ -174,8 +176,8 @@ class ClaimsAPI(object):
                 sa.literal(role, sa.String), sa.func.unnest(ids),
                 sa.cast(sa.null(), sa.String), sa.cast(sa.null(), sa.String),
                 sa.literal(0, sa.BigInteger), sa.cast(sa.null(), sa.DateTime),
-                sa.literal(_NEVER, sa.DateTime),
-                sa.literal(_NEVER, sa.DateTime))
+                sa.literal(stamp, sa.DateTime),
+                sa.literal(stamp, sa.DateTime))
             conn.execute(sa_postgresql.insert(table).from_select(
                 ['role', 'node_id', 'owner', 'partition_key', 'epoch',
                  'claimed_at', 'expires_at', 'updated_at'],
@@ -185,7 +187,7 @@ class ClaimsAPI(object):
             self._insert_ignoring_conflicts(table),
             [{'role': role, 'node_id': node, 'owner': None,
               'partition_key': None, 'epoch': 0, 'claimed_at': None,
-              'expires_at': _NEVER, 'updated_at': _NEVER}
+              'expires_at': stamp, 'updated_at': stamp}
              for node in node_ids])
 
     def _insert_ignoring_conflicts(self, table):
@@ -477,7 +479,7 @@ class ClaimsAPI(object):
             # fairly with other claimers of the same placeholder.
             with self._db.writer() as conn:
                 self._insert_placeholders(conn, table, role, missing)
-            self._count()
+            self._count(2)
             free.extend((node, 0) for node in missing)
         free.sort()
         if free:

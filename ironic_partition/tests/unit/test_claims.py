@@ -21,6 +21,8 @@ scenarios run on real databases in ``tests/functional/db/test_claims.py``.
 """
 
 import collections
+import threading
+import time
 import types
 import uuid
 
@@ -966,6 +968,43 @@ class TestOneStore(base.TestCase):
         self.config(group='ironic', partition_key='rack2')
         self.assertTrue(p.reload_settings())
         self.assertEqual('rack2', backend.partition_key)
+
+    def test_slow_garbage_collection_never_delays_a_renewal(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        # Renewals every 0.3 s.
+        self.config(group='ironic_partition', host='cn1', state_path=tmp,
+                    refresh_interval=1, lease_time=2, fencing_margin=1.1)
+        self.config(group='ironic', partition_key='rack1',
+                    peer_list=['cn1'])
+        backend = database.DatabaseMembership(self.conf, 'cn1', 'agent',
+                                              partition_key='rack1')
+        self.addCleanup(backend.stop, timeout=5)
+        p = partitioner.Partitioner(
+            self.conf, test_partitioner.FakeClient(_nodes(3)), backend)
+        release = threading.Event()
+        self.addCleanup(release.set)
+        collecting = threading.Event()
+
+        def slow_delete(role, older_than):
+            collecting.set()
+            release.wait(30)
+            return 0
+        self.useFixture(fixtures.MockPatchObject(
+            backend.store.claims, 'collect_garbage', slow_delete))
+        p.claims._next_gc = 0.0
+        backend.start()
+        p.start()
+        self.addCleanup(p.stop)
+        p.refresh()
+        self.assertTrue(collecting.wait(10))
+        before = p.claims.valid_until
+        deadline = time.monotonic() + 10
+        poll = threading.Event()
+        while (p.claims.valid_until == before and
+               time.monotonic() < deadline):
+            poll.wait(0.05)
+        self.assertGreater(p.claims.valid_until, before)
+        self.assertFalse(p.claims.fenced())
 
     def test_no_renewal_once_the_main_thread_ended(self):
         logger = self.useFixture(fixtures.FakeLogger())

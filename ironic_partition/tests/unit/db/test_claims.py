@@ -129,14 +129,32 @@ class TestClaimsSQL(test_base.BaseTestCase):
         out = manager.round(nodes[:8], nodes[8:], partition_key='g')
         self.assertTrue(out.ok)
         self.assertEqual(frozenset(nodes), out.reported)
-        # SELECT own (nothing held: no renewal); SELECT, INSERT
-        # placeholders and compare-and-swap UPDATE to claim; SELECT held.
-        self.assertEqual(5, out.statements)
+        # SELECT own (nothing held: no renewal); SELECT, the server's
+        # time, INSERT placeholders and compare-and-swap UPDATE to claim;
+        # SELECT held.
+        self.assertEqual(6, out.statements)
         # SELECT own, one UPDATE per chunk to renew; every claim renewed,
         # so no SELECT of what is held.
         out = manager.round(nodes[:8], nodes[8:])
         self.assertEqual(2, out.statements)
         self.assertEqual({'g'}, {c.partition_key for c in
+                                 self.claims.read_claims(ROLE).claims})
+
+    def test_fresh_placeholders_are_not_garbage(self):
+        # Between the INSERT of a placeholder and the claim that follows,
+        # another service's garbage collection may run: a placeholder
+        # stamped "long ago" would be deleted under the claimer.
+        nodes = _ids(3)
+        table = models.Claim.__table__
+        with self.conn.writer() as conn:
+            self.claims._insert_placeholders(conn, table, ROLE, nodes)
+        self.assertEqual(0, self.claims.collect_garbage(ROLE, 60))
+        snapshot = self.claims.read_claims(ROLE)
+        self.assertEqual(sorted(nodes),
+                         [c.node_id for c in snapshot.claims])
+        # Still free to claim at once.
+        self.claims.acquire_claims(ROLE, 'a', nodes, 30)
+        self.assertEqual({'a'}, {c.owner for c in
                                  self.claims.read_claims(ROLE).claims})
 
     def test_renewal_is_chunked(self):
