@@ -419,6 +419,7 @@ class ClaimManager(object):
         self._timer = None
         self._timer_stop = threading.Event()
         self._fence_listeners = []
+        self._renew_listeners = []
         self.host = host.lower()
         self.role = role
         self.lease_time = float(lease_time)
@@ -459,6 +460,20 @@ class ClaimManager(object):
         :returns: None
         """
         self._fence_listeners.append(listener)
+
+    def add_renew_listener(self, listener):
+        """Call ``listener()`` from the lease timer after each renewal.
+
+        A consumer that publishes how long its report stays valid (the
+        agent's ``valid_for``) registers here, so that the published
+        validity follows the claims' instead of running out between two
+        slow listings.
+
+        :param listener: a callable without arguments; its errors are
+            logged and ignored.
+        :returns: None
+        """
+        self._renew_listeners.append(listener)
 
     def start(self):
         """Start: register, adopt the claims left, start the lease timer.
@@ -541,10 +556,12 @@ class ClaimManager(object):
                 if self._owns_identity and self.identity is not None:
                     self._beat()
                 was_fenced = self.fenced()
-                if self._valid_until is not None:
-                    self.keepalive()
+                renewed = (self._valid_until is not None and
+                           self.keepalive())
                 if self.fenced() and not was_fenced:
                     self._notify_fenced()
+                elif renewed:
+                    self._notify(self._renew_listeners, 'A renewal')
             except BaseException:
                 # NOTE(ironic-partition): keepalive() catches database
                 # errors; this only guards against bugs, so that the timer
@@ -632,11 +649,15 @@ class ClaimManager(object):
             return None
 
     def _notify_fenced(self):
-        for listener in list(self._fence_listeners):
+        self._notify(self._fence_listeners, 'A fence')
+
+    @staticmethod
+    def _notify(listeners, what):
+        for listener in list(listeners):
             try:
                 listener()
             except Exception:
-                LOG.exception('A fence listener failed')
+                LOG.exception('%s listener failed', what)
 
     # Queries.
 

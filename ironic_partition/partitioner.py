@@ -295,6 +295,15 @@ class Partitioner(object):
         if self.claims is not None:
             self.claims.add_fence_listener(listener)
 
+    def add_renew_listener(self, listener):
+        """Be told from the lease timer when the claims were renewed.
+
+        :param listener: a callable without arguments.
+        :returns: None
+        """
+        if self.claims is not None:
+            self.claims.add_renew_listener(listener)
+
     def register_mutate_hook(self):
         """Re-read the partition settings when the config is mutated.
 

@@ -47,9 +47,12 @@ would fail on an invalid value), hence the plain ``Launcher`` here.
 The report file (``--report-file PATH``)
 ========================================
 
-After every refresh, successful or not, and at start and stop, the agent
-replaces ``PATH`` atomically (a temporary file in the same directory, then
-``os.replace``), so a reader never sees a partial document. It is JSON:
+After every refresh, successful or not, at start and stop, when the
+lease timer renews the claims (the same nodes, with the new ``valid_for``,
+so a listing slower than the lease never lets the report's validity run
+out) and when it finds them fenced, the agent replaces ``PATH``
+atomically (a temporary file in the same directory, then ``os.replace``),
+so a reader never sees a partial document. It is JSON:
 
 ``format``
     ``1``, the version of this layout.
@@ -434,6 +437,22 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
             self._write_report('running', ready=False,
                                reason=self._last_error)
 
+    def on_renewed(self):
+        """The lease timer renewed the claims: publish the new validity.
+
+        Rewrites the report of the last refresh (same nodes, same
+        readiness) with the claims' new ``valid_for``, so that a listing
+        slower than the lease never lets a consumer that honours the
+        report's validity see the nodes vanish and come back.
+
+        :returns: None
+        """
+        with self._lock:
+            if self._stopped or self.refresh_counter == 0:
+                return
+            self._write_report('running', ready=self._last_error is None,
+                               reason=self._last_error)
+
     def _write_report(self, state, ready, reason):
         """Replace the report file.
 
@@ -530,6 +549,7 @@ def _serve(conf, args):
     agent.partition_setup(conf, version=__version__,
                           takeover=args.takeover)
     agent.partitioner.add_fence_listener(agent.on_fenced)
+    agent.partitioner.add_renew_listener(agent.on_renewed)
     if report_file is not None:
         try:
             write_report(report_file, agent.report(

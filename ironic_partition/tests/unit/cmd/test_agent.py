@@ -16,6 +16,8 @@
 
 import json
 import os
+import threading
+import time
 from unittest import mock
 
 import fixtures
@@ -230,3 +232,56 @@ class TestAgent(base.TestCase):
         self.agent.refresh_once()
         self.assertEqual({'i1': 'a1'}, self.agent.instance_hosts)
         self.assertIn(self.nodes[3].id, self.report()['managed'])
+
+
+class TestReportFollowsRenewals(base.TestCase):
+    """Claims on (SQLite), with the lease timer running for real."""
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        # Renewals every 0.3 s; the report is valid for under a second.
+        self.config(group='ironic_partition', host='a1', claims='database',
+                    state_path=self.tmp, refresh_interval=1, lease_time=2,
+                    fencing_margin=1.1)
+        self.config(group='ironic', partition_key='rack1',
+                    peer_list=['a1'])
+        self.useFixture(fixtures.MockPatchObject(
+            agent.service_backend, 'get_component',
+            return_value=FakeThreadGroup))
+        self.report_file = os.path.join(self.tmp, 'a1.json')
+        self.agent = agent.PartitionAgent(self.conf,
+                                          report_file=self.report_file)
+        self.agent.partition_setup(
+            self.conf, client=fakes.Client(fakes.nodes(6)),
+            membership=fakes.Membership(['a1']))
+        self.agent.partitioner.add_renew_listener(self.agent.on_renewed)
+        self.addCleanup(self.agent.partition_stop)
+
+    def report(self):
+        with open(self.report_file) as stream:
+            return json.load(stream)
+
+    def test_renewal_rewrites_the_report_between_refreshes(self):
+        # One refresh, then none (a listing slower than the lease): the
+        # report must not run out of validity while the claims do not.
+        self.agent.refresh_once()
+        first = self.report()
+        self.assertTrue(first['ready'])
+        self.assertEqual(6, first['managed_count'])
+        self.assertLess(first['claims']['valid_for'], 1.0)
+        deadline = time.monotonic() + 10
+        poll = threading.Event()
+        doc = first
+        while (doc['monotonic'] < first['monotonic'] + 1.5 and
+               time.monotonic() < deadline):
+            poll.wait(0.05)
+            doc = self.report()
+        # Later than the first report's validity, still valid and whole.
+        self.assertGreater(doc['monotonic'],
+                           first['monotonic'] + first['claims']['valid_for'])
+        self.assertEqual(1, doc['refresh_counter'])
+        self.assertTrue(doc['ready'])
+        self.assertFalse(doc['claims']['fenced'])
+        self.assertGreater(doc['claims']['valid_for'], 0)
+        self.assertEqual(first['managed'], doc['managed'])
