@@ -67,6 +67,9 @@ NODE_FIELDS = ('uuid', 'instance_uuid', 'conductor_group', 'driver',
 
 DEFAULT_PAGE_SIZE = 1000
 
+#: The most ``GET /v1/nodes?instance_uuid=`` look-ups run at once.
+LOOKUP_WORKERS = 8
+
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 # API name -> attribute name, following openstacksdk's renames so that code
@@ -537,12 +540,22 @@ class IronicClient(object):
             params['fields'] = ','.join(fields)
             if 'shard' in fields:
                 microversion = SHARD_MICROVERSION
-        nodes = []
-        for instance in sorted(instance_ids):
-            params['instance_uuid'] = instance
-            body = self._get('/nodes', params, microversion, meter)
-            nodes.extend(Node.from_api(n) for n in body.get('nodes') or ())
-        return nodes
+
+        def look_up(instance):
+            query = dict(params, instance_uuid=instance)
+            body = self._get('/nodes', query, microversion, meter)
+            return [Node.from_api(n) for n in body.get('nodes') or ()]
+
+        ids = sorted(instance_ids)
+        if len(ids) <= 1:
+            return [n for i in ids for n in look_up(i)]
+        # NOTE(ironic-partition): bounded: a compute with thousands of
+        # servers outside its listing must not open thousands of
+        # connections, nor wait for the answers one by one.
+        with futures.ThreadPoolExecutor(
+                max_workers=min(LOOKUP_WORKERS, len(ids)),
+                thread_name_prefix='ironic-partition-lookup') as pool:
+            return [n for found in pool.map(look_up, ids) for n in found]
 
     def node_changes(self, since, overlap, microversion=MIN_MICROVERSION):
         """The nodes changed or created since a watermark, fleet-wide.

@@ -84,6 +84,9 @@ class RefreshMetrics(object):
     :param http_seconds: seconds spent in those calls.
     :param seconds: seconds the whole refresh took.
     :param claim_seconds: seconds the claim round took.
+    :param instance_lookups: ``GET /v1/nodes?instance_uuid=`` look-ups
+        made for this service's instances the listing did not show (part
+        of ``api_calls``).
     """
 
     listed: int
@@ -93,6 +96,7 @@ class RefreshMetrics(object):
     http_seconds: float
     seconds: float
     claim_seconds: float = 0.0
+    instance_lookups: int = 0
 
 
 _NO_CLAIMS = frozenset()
@@ -250,6 +254,9 @@ class Partitioner(object):
             clock=clock)
         self._owners_ring = None
         self._owners_memo = {}
+        #: Our instances Ironic gave no node, remembered until the next
+        #: full listing (servers in ERROR or BUILD without a node).
+        self._nodeless = frozenset()
         self._stale_since = None
         self._instance_nodes = frozenset()
         self._announce = False
@@ -402,13 +409,14 @@ class Partitioner(object):
     def _list(self, settings, my_instances):
         """The partition's nodes, plus the nodes of our instances outside.
 
-        :returns: ``(nodes, my_instances, update, extra_meter)``: a list of
-            slim records, a frozenset read after the listing, the
-            :data:`~ironic_partition.node_index.IndexUpdate` and the
+        :returns: ``(nodes, my_instances, update, extra_meter, asked)``: a
+            list of slim records, a frozenset read after the listing, the
+            :data:`~ironic_partition.node_index.IndexUpdate`, the
             :class:`~ironic_partition.baremetal.Meter` of the instance
-            look-ups.
+            look-ups and their number.
         """
         extra = baremetal.Meter()
+        ask = frozenset()
         try:
             update = self.index.refresh(settings.partition_key,
                                         settings.shard)
@@ -420,14 +428,25 @@ class Partitioner(object):
             mine = frozenset(my_instances)
             missing = mine - {n.instance_id for n in nodes
                               if n.instance_id is not None}
+            if update.full:
+                self._nodeless = frozenset()
             if missing and ip_conf.is_partitioned(settings):
+                # NOTE(ironic-partition): an instance without a node gets
+                # one only by a deploy to a node this service reports,
+                # which the listing shows: ask Ironic again only after
+                # the next full listing, not at every refresh.
+                ask = missing - self._nodeless
                 listed = self.index.nodes
-                nodes.extend(n for n in self.client.nodes_for_instances(
-                    missing, meter=extra) if n.id not in listed)
+                found = (self.client.nodes_for_instances(ask, meter=extra)
+                         if ask else [])
+                self._nodeless = (
+                    (self._nodeless | ask) -
+                    {n.instance_id for n in found}) & mine
+                nodes.extend(n for n in found if n.id not in listed)
         except (exception.IronicUnavailable,
                 exception.IronicRequestError) as e:
             raise exception.PartitionNotReady(reason=e)
-        return nodes, mine, update, extra
+        return nodes, mine, update, extra, len(ask)
 
     def _owners(self, ring, node_ids):
         """:func:`~ironic_partition.rules.ring_owners`, remembered per ring.
@@ -476,8 +495,8 @@ class Partitioner(object):
         with self._lock:
             self._check_identity()
             settings = self._settings
-            nodes, mine, update, extra = self._list(settings,
-                                                    my_instances)
+            nodes, mine, update, extra, asked = self._list(settings,
+                                                           my_instances)
             membership = self._read_membership(settings)
             self._live = frozenset(membership.live)
             # NOTE(ironic-partition): only a balanced ring depends on the
@@ -503,7 +522,8 @@ class Partitioner(object):
                 api_calls=update.calls + extra.calls,
                 http_seconds=update.http_seconds + extra.http_seconds,
                 seconds=self._clock() - start,
-                claim_seconds=outcome.seconds if outcome else 0.0)
+                claim_seconds=outcome.seconds if outcome else 0.0,
+                instance_lookups=asked)
             result = RefreshResult(
                 settings=settings, membership=membership,
                 ring_ownership=ring_ownership, ownership=ownership,

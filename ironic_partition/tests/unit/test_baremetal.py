@@ -13,6 +13,7 @@
 #    under the License.
 
 import json
+import threading
 from unittest import mock
 
 from keystoneauth1 import exceptions as ks_exc
@@ -162,6 +163,49 @@ class TestListNodes(base.TestCase):
     def test_bad_request_is_a_request_error(self):
         self._assert_fault(_response(400, {'error_message': 'bad'}),
                            exception.IronicRequestError, page=1)
+
+
+class InstanceProxy(object):
+    """Answers instance look-ups slowly, counting those at once."""
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+        self.lock = threading.Lock()
+        self.running = 0
+        self.most = 0
+        self.all_in = threading.Event()
+
+    def get(self, path, params=None, microversion=None):
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            if self.running >= baremetal.LOOKUP_WORKERS:
+                self.all_in.set()
+        # Hold each answer until the pool is full (or a moment passed).
+        self.all_in.wait(2)
+        with self.lock:
+            self.running -= 1
+        found = [n for n in self.nodes
+                 if n['instance_uuid'] == params['instance_uuid']]
+        return _response(200, {'nodes': found})
+
+
+class TestNodesForInstances(base.TestCase):
+
+    def test_look_ups_run_in_parallel_within_a_bound(self):
+        nodes = _api_nodes(40)
+        for i, node in enumerate(nodes[:20]):
+            node['instance_uuid'] = 'inst-%02d' % i
+        proxy = InstanceProxy(nodes)
+        client = baremetal.IronicClient(
+            connection=mock.Mock(baremetal=proxy))
+        meter = baremetal.Meter()
+        ids = ['inst-%02d' % i for i in range(20)] + ['no-node']
+        found = client.nodes_for_instances(ids, meter=meter)
+        self.assertEqual(sorted(n['uuid'] for n in nodes[:20]),
+                         sorted(n.id for n in found))
+        self.assertEqual(21, meter.calls)
+        self.assertEqual(baremetal.LOOKUP_WORKERS, proxy.most)
 
 
 class TestConnectionFromConf(base.TestCase):

@@ -12,6 +12,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
+import datetime
 from unittest import mock
 import uuid
 
@@ -268,6 +269,46 @@ class TestSafetyCore(TestPartitioner):
         self.assertEqual([frozenset({'spawning'})], looked_up)
         p.refresh(my_instances={'mine'})
         self.assertEqual(1, len(looked_up))
+
+    def test_nodeless_instances_are_asked_once_per_full_listing(self):
+        # Thousands of servers in ERROR without a node must not cost one
+        # Ironic call each at every refresh.
+        self.config(group='ironic_partition', full_resync_interval=300)
+        nodes = _nodes(4, instances={0: 'mine'})
+        p = self._make('cn1', nodes, ['cn1'])
+        looked_up = []
+        real = p.client.nodes_for_instances
+
+        def spy(ids, meter=None):
+            looked_up.append(frozenset(ids))
+            return real(ids)
+
+        p.client.nodes_for_instances = spy
+        # A change feed with nothing changed: refreshes in between full
+        # listings read only the feed.
+        mark = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+        p.client.newest_stamp = lambda microversion=None: (
+            mark, baremetal.Meter())
+        p.client.node_changes = lambda since, overlap, microversion=None: (
+            baremetal.Changes([], since, baremetal.Meter()))
+        errors = {'error-%d' % i for i in range(50)}
+        result = p.refresh(my_instances={'mine'} | errors)
+        self.assertEqual([frozenset(errors)], looked_up)
+        self.assertEqual(50, result.metrics.instance_lookups)
+        self.clock[0] += 10
+        result = p.refresh(my_instances={'mine', 'new'} | errors)
+        # Only the new one.
+        self.assertEqual(frozenset({'new'}), looked_up[-1])
+        self.assertEqual(1, result.metrics.instance_lookups)
+        self.clock[0] += 10
+        result = p.refresh(my_instances={'mine', 'new'} | errors)
+        self.assertEqual(2, len(looked_up))
+        self.assertEqual(0, result.metrics.instance_lookups)
+        # After the next full listing, asked again.
+        self.clock[0] += 300
+        result = p.refresh(my_instances={'mine', 'new'} | errors)
+        self.assertTrue(result.metrics.full)
+        self.assertEqual(frozenset(errors | {'new'}), looked_up[-1])
 
     def test_owner_alive_elsewhere_is_not_stranded(self):
         nodes = _nodes(3, group='rack2', instances={0: 'theirs'})
