@@ -220,6 +220,9 @@ class Partitioner(object):
         self._clock = clock
         self._lock = threading.Lock()
         self._settings = ip_conf.validate(conf)
+        #: How the consumer refreshes (the agent's, or nova's cadence).
+        self.cadence = (cadence if cadence is not None
+                        else claims_mod.agent_cadence(conf))
         # NOTE(ironic-partition): backends that do not derive from
         # MembershipBackend (test fakes, third parties) keep no store.
         store = getattr(membership, 'store', None)
@@ -540,19 +543,20 @@ class Partitioner(object):
         # NOTE(ironic-partition): the I2 bound (safety.rst) and the lease
         # both assume a refresh ends within refresh_interval; say so when
         # it does not, with the figures an operator needs to act.
-        interval = self.conf.ironic_partition.refresh_interval
+        interval = self.cadence.interval
         if result.metrics.seconds <= interval:
             return
+        option = self.cadence.interval_option
         LOG.warning('Refresh took %(secs).1f s (Ironic %(http).1f s), '
-                    'longer than [ironic_partition] refresh_interval '
-                    '(%(interval)d s): nodes of a failed service may stay '
-                    'unreported longer than service_down_time + 2 x '
-                    'refresh_interval, and claims come closer to their '
-                    'fence. Raise refresh_interval or reduce the load on '
-                    'the Ironic API.',
+                    'longer than %(option)s (%(interval)s s): nodes of a '
+                    'failed service may stay unreported longer than '
+                    'service_down_time + 2 x that interval. The claims are '
+                    'renewed by a timer of their own and do not lapse. '
+                    'Raise %(option)s or reduce the load on the Ironic '
+                    'API.',
                     {'secs': result.metrics.seconds,
                      'http': result.metrics.http_seconds,
-                     'interval': interval})
+                     'interval': interval, 'option': option})
 
     def _claim(self, ownership, settings):
         """Cut the ring's nodes down to those this service holds claims on.

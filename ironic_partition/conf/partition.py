@@ -86,12 +86,15 @@ opts = [
         default=30,
         min=1,
         help=_('Seconds between two refreshes of the node list, the '
-               'membership and the ring in the partition agent. Inside '
-               'nova-compute the refresh runs with the resource tracker, '
-               'and the ring is rebuilt at most this often. Keep it at '
-               'most half of service_down_time: a dead service\'s nodes '
-               'are then reported again within service_down_time + 2 '
-               'refresh intervals (see the safety guide).')),
+               'membership and the ring in the partition agent '
+               '("ironic-partition serve"). Not used inside nova-compute: '
+               'there a refresh runs at each resource-tracker run, every '
+               '[DEFAULT] update_resources_interval (60 s when unset), and '
+               'that interval takes this option\'s place in the rules of '
+               'lease_time and fencing_margin. Keep it at most half of '
+               'service_down_time: a dead service\'s nodes are then '
+               'reported again within service_down_time + 2 refresh '
+               'intervals (see the safety guide).')),
     cfg.IntOpt(
         'full_resync_interval',
         default=300,
@@ -163,12 +166,20 @@ opts = [
         'lease_time',
         min=1,
         help=_('Seconds a claim lasts, by the database server\'s clock, '
-               'after each renewal; every refresh renews this service\'s '
-               'claims. Must be at least twice refresh_interval. A claim '
-               'of a dead service can be taken once its lease has run '
-               'out, so failover takes max(service_down_time, lease_time) '
-               '+ refresh_interval at most. Unset, it is the larger of '
-               'twice refresh_interval and service_down_time.')),
+               'after each renewal. A timer of its own renews this '
+               'service\'s claims every (lease_time - fencing_margin) / 3 '
+               'seconds, whatever the refreshes do, so a listing slower '
+               'than the lease lets no claim lapse. Must be at least '
+               'twice the consumer\'s interval (refresh_interval for the '
+               'agent, [DEFAULT] update_resources_interval inside '
+               'nova-compute). A claim of a dead service can be taken once '
+               'its lease has run out, so its instance-less nodes are '
+               'reported again after max(service_down_time, lease_time) + '
+               'one interval at most. Unset, the largest of '
+               'service_down_time, twice the interval and what leaves the '
+               'lease timer room for three renewals before the fence: '
+               '60 s for the agent and 120 s inside nova-compute, on the '
+               'defaults.')),
     cfg.FloatOpt(
         'fencing_margin',
         min=0,
@@ -177,9 +188,15 @@ opts = [
                'successful renewal, at which a service that could not '
                'renew its claims stops reporting them (fences itself). It '
                'covers clock rate differences, steps of the database '
-               'server\'s clock and the time the consumer takes to act on '
-               'a refresh. Must be smaller than lease_time minus '
-               'refresh_interval. Unset, it is a tenth of lease_time.')),
+               'server\'s clock and the time the consumer goes on acting '
+               'on a refresh: nova\'s resource tracker keeps what a run '
+               'reported until its next run, so inside nova-compute it '
+               'must be at least [DEFAULT] update_resources_interval. Must '
+               'be smaller than lease_time minus 0.6 s, which leaves the '
+               'lease timer time to renew. Unset, that hold (0 for the '
+               'agent, the interval inside nova-compute) plus a tenth of '
+               'lease_time: 6 s for the agent and 72 s inside '
+               'nova-compute, on the defaults.')),
     cfg.BoolOpt(
         'hand_over_on_stop',
         mutable=True,

@@ -20,6 +20,7 @@ import fixtures
 import tooz.hashring
 
 from ironic_partition import baremetal
+from ironic_partition import claims as claims_mod
 from ironic_partition import exception
 from ironic_partition.membership import base as mbase
 from ironic_partition import partitioner
@@ -154,6 +155,37 @@ class TestPartitioner(base.TestCase):
         self.assertIn('Refresh took 31.0 s', self.logger.output)
         self.assertIn('longer than [ironic_partition] refresh_interval '
                       '(30 s)', self.logger.output)
+
+    def test_refresh_longer_than_nova_interval_names_nova_option(self):
+        # Inside nova-compute the interval is nova's, not refresh_interval.
+        self.config(group='ironic_partition', host='cn1', claims='off')
+        self.config(group='ironic', partition_key='rack1',
+                    peer_list=['cn1'])
+        client = FakeClient(_nodes(5))
+        cadence = claims_mod.Cadence(
+            60, 60, '[DEFAULT] update_resources_interval')
+        p = partitioner.Partitioner(self.conf, client,
+                                    FakeMembership(['cn1']),
+                                    clock=lambda: self.clock[0],
+                                    cadence=cadence)
+        real = client.list_nodes
+
+        def slow(conductor_group=None):
+            self.clock[0] += 45
+            return real(conductor_group)
+        client.list_nodes = slow
+        p.refresh()
+        self.assertNotIn('Refresh took', self.logger.output)
+        self.clock[0] += 1
+
+        def slower(conductor_group=None):
+            self.clock[0] += 61
+            return real(conductor_group)
+        client.list_nodes = slower
+        p.refresh()
+        self.assertIn('longer than [DEFAULT] update_resources_interval '
+                      '(60 s)', self.logger.output)
+        self.assertNotIn('refresh_interval', self.logger.output)
 
     def test_gained_and_lost_on_membership_change(self):
         p = self._make('cn1', _nodes(100), ['cn1', 'cn2'])
