@@ -1,0 +1,62 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The install guide's nova.conf passes the checks nova-compute makes."""
+
+import os
+
+import fixtures
+from oslo_config import cfg
+from oslotest import base
+import sqlalchemy.engine
+
+from ironic_partition import claims
+from ironic_partition import conf as ip_conf
+
+GUIDE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..',
+                     'doc', 'source', 'install', 'nova-compute.conf')
+
+NOVA_CADENCE = claims.Cadence(60, 60, '[DEFAULT] update_resources_interval')
+
+
+class TestInstallGuide(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.exists(GUIDE):
+            self.skipTest('no source tree (%s)' % GUIDE)
+        self.conf = cfg.ConfigOpts()
+        ip_conf.register_opts(self.conf)
+        self.conf.register_opt(cfg.StrOpt('host'))
+        self.conf(['--config-file', GUIDE])
+        self.logger = self.useFixture(fixtures.FakeLogger())
+
+    def test_partition_settings_are_valid(self):
+        settings = ip_conf.validate(self.conf)
+        self.assertEqual('rack1', settings.partition_key)
+        self.assertIn(self.conf.host, settings.peer_list)
+
+    def test_claims_database_is_shared_not_sqlite(self):
+        # A SQLite file is refused at start while peer_list names other
+        # hosts (claims.check_shared_database): the guide must not rely
+        # on the default.
+        url = sqlalchemy.engine.make_url(
+            self.conf.ironic_partition_database.connection)
+        self.assertIn(url.get_backend_name(), ('mysql', 'postgresql'))
+
+    def test_claim_timings_start_without_error_or_warning(self):
+        settings = claims.get_settings(self.conf, NOVA_CADENCE)
+        self.assertEqual((120.0, 72.0), (settings.lease_time,
+                                         settings.fencing_margin))
+        self.assertNotIn('lease_time', self.logger.output)
