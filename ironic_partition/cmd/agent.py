@@ -86,6 +86,9 @@ so a reader never sees a partial document. It is JSON:
     the state of this agent's ownership claims (``enabled``, ``held``,
     ``fenced``, ``valid_for`` seconds...), ``{"enabled": false}`` when
     ``[ironic_partition] claims`` is off.
+``change_feed_problem``
+    why Ironic's change feed could not be used at the last refresh that
+    tried it (every refresh then lists the partition in full), or null.
 ``listed``
     how many nodes Ironic listed for the group.
 ``gained``, ``lost``
@@ -392,6 +395,7 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
             'refresh_interval': self.conf.ironic_partition.refresh_interval,
         }
         doc['claims'] = self.partitioner.status().get('claims')
+        doc['change_feed_problem'] = self.partitioner.index.feed_problem
         if last is None:
             doc.update({'peers': None, 'ring_members': [], 'managed': [],
                         'managed_count': 0, 'by_instance': [],

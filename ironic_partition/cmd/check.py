@@ -49,6 +49,13 @@ file) run too:
     nodes in a conductor group where no alive conductor serves their
     hardware type; problems.
 
+With ``--compare-feed``:
+
+``feed``
+    the node index kept by Ironic's change feed equals a full listing of
+    the partition (a problem when not); a warning says why the feed
+    cannot be used, when it cannot (every refresh then lists in full).
+
 Peers that heartbeated but are dead now are reported as warnings: they do
 not change the exit code.
 """
@@ -69,6 +76,7 @@ from ironic_partition.conf import ironic as ironic_conf
 from ironic_partition import exception
 from ironic_partition.inspection import audit as inspection_audit
 from ironic_partition.membership import base as membership_base
+from ironic_partition import node_index
 from ironic_partition import readonly
 
 LOG = logging.getLogger(__name__)
@@ -82,6 +90,13 @@ CHECKS = ('config', 'database', 'duplicates', 'ironic', 'group', 'case',
 
 #: The audits that ``--inspection-config`` adds.
 INSPECTION_CHECKS = ('inspection-map', 'inspection-served')
+
+#: The comparison that ``--compare-feed`` adds.
+FEED_CHECKS = ('feed',)
+
+#: A resync interval no check waits for: its second refresh reads the
+#: change feed.
+_NEVER_RESYNC = 10 ** 9
 
 
 class _Report(object):
@@ -386,13 +401,61 @@ def _check_shards(client, settings, report):
     report.ok('shards')
 
 
-def run_checks(conf, role, inspection_config=None):
+def _check_feed(client, conf, settings, report):
+    """Compare the change feed's index with a full listing.
+
+    Lists the partition in full, reads Ironic's change feed once, as a
+    refresh does, and lists in full again: the two node sets must be the
+    same. A node changed between the listings differs too; run the check
+    again before acting on one difference.
+
+    :param client: the Ironic client.
+    :param conf: the ``ConfigOpts``.
+    :param settings: the partition settings.
+    :param report: the :class:`_Report`.
+    :returns: None
+    """
+    overlap = conf.ironic_partition.change_feed_overlap
+    key, shard = settings.partition_key, settings.shard
+    fed = node_index.NodeIndex(client, _NEVER_RESYNC, overlap)
+    truth = node_index.NodeIndex(client, _NEVER_RESYNC, overlap)
+    try:
+        fed.refresh(key, shard)
+        update = fed.refresh(key, shard)
+        truth.refresh(key, shard)
+    except exception.IronicPartitionException as e:
+        report.problem('feed', e)
+        return
+    if update.full:
+        report.warning('feed', _(
+            'Ironic\'s change feed cannot be used here, so every refresh '
+            'lists the partition in full: %s') % (fed.feed_problem or
+                                                  update.reason))
+        return
+    differ = sorted(
+        u for u in set(fed.nodes) | set(truth.nodes)
+        if fed.nodes.get(u) != truth.nodes.get(u))
+    if differ:
+        report.problem('feed', _(
+            'The change feed and a full listing disagree on %(n)d nodes '
+            '(%(sample)s): a refresh between two full listings would not '
+            'see what Ironic lists. Lower [ironic_partition] '
+            'full_resync_interval to 0 (list in full at every refresh) '
+            'and report it.') % {
+                'n': len(differ), 'sample': ', '.join(differ[:5])})
+        return
+    report.ok('feed')
+
+
+def run_checks(conf, role, inspection_config=None, compare_feed=False):
     """Run every check.
 
     :param conf: the ``ConfigOpts``.
     :param role: the membership role.
     :param inspection_config: an ironic.conf with the inspection hook's
         map, to audit the nodes against it; None skips the audit.
+    :param compare_feed: also compare the change feed with a full listing
+        (two full listings of the partition).
     :returns: a dict with ``problems``, ``warnings``, ``passed`` and the
         settings read.
     """
@@ -408,9 +471,13 @@ def run_checks(conf, role, inspection_config=None):
         _check_shards(client, settings, report)
     checks = CHECKS
     if inspection_config:
-        checks = CHECKS + INSPECTION_CHECKS
+        checks = checks + INSPECTION_CHECKS
         if conductors is not None:
             _check_inspection(client, conductors, inspection_config, report)
+    if compare_feed:
+        checks = checks + FEED_CHECKS
+        if conductors is not None:
+            _check_feed(client, conf, settings, report)
     return {
         'host': settings.host,
         'partition_key': settings.partition_key,
@@ -452,7 +519,8 @@ def run(conf):
     progress = _output.Progress()
     with progress.task(_('Checking')):
         doc = run_checks(conf, args.role,
-                         inspection_config=args.inspection_config)
+                         inspection_config=args.inspection_config,
+                         compare_feed=args.compare_feed)
     if args.format == 'json':
         _output.emit_json(doc)
     else:
@@ -480,4 +548,11 @@ def add_parsers(subparsers):
                'shard differs from the map (warnings), and nodes in a '
                'group where no alive conductor serves their hardware '
                'type (problems). Read-only.'))
+    parser.add_argument(
+        '--compare-feed', action='store_true',
+        help=_('Also check Ironic\'s change feed: list the partition in '
+               'full, read the feed as a refresh does, list in full again, '
+               'and report any node on which they disagree (a problem), or '
+               'why the feed cannot be used (a warning: every refresh then '
+               'lists in full). Costs two full listings. Read-only.'))
     parser.set_defaults(func=run)

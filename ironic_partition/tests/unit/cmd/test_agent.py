@@ -123,6 +123,8 @@ class TestAgent(base.TestCase):
                                      doc['settings_generation']))
         self.assertEqual(['a1', 'a2'], doc['ring_members'])
         self.assertEqual({'enabled': False}, doc['claims'])
+        # The fake has no change feed.
+        self.assertIn('no change feed', doc['change_feed_problem'])
         self.assertEqual(os.getpid(), doc['pid'])
         self.assertEqual(agent.REPORT_FORMAT, doc['format'])
 

@@ -16,6 +16,7 @@
 
 from unittest import mock
 
+from ironic_partition import baremetal
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import check
 from ironic_partition.cmd import ring
@@ -25,6 +26,10 @@ from ironic_partition import hash_ring
 from ironic_partition import readonly
 from ironic_partition.tests import base
 from ironic_partition.tests.unit.cmd import fakes
+from ironic_partition.tests.unit import test_node_index
+
+
+REAL_CLIENT = baremetal.IronicClient
 
 
 class CommandTestCase(base.TestCase):
@@ -164,6 +169,54 @@ class TestCheck(CommandTestCase):
 
     def _messages(self, doc):
         return [p['message'] for p in doc['problems']]
+
+    def test_compare_feed_on_a_fleet_without_feed(self):
+        # The fakes have no change feed: a warning, never a problem.
+        doc = check.run_checks(self.conf, 'agent', compare_feed=True)
+        self.assertEqual([], doc['problems'])
+        self.assertIn('feed', [w['check'] for w in doc['warnings']])
+        self.assertIn('no change feed in this fake',
+                      ' '.join(w['message'] for w in doc['warnings']))
+
+    def _feed_check(self, fake, between=None):
+        # NOTE: CommandTestCase patched baremetal.IronicClient.
+        client = REAL_CLIENT(connection=mock.Mock(baremetal=fake),
+                             page_size=7)
+        if between is not None:
+            real = client.node_changes
+
+            def changes(*args, **kwargs):
+                between()
+                return real(*args, **kwargs)
+            client.node_changes = changes
+        report = check._Report()
+        settings = check._lenient_settings(self.conf)
+        check._check_feed(client, self.conf, settings, report)
+        return report
+
+    def test_compare_feed_agrees(self):
+        fake = test_node_index.FakeIronic('first')
+        nodes = [fake.create() for _ in range(20)]
+        fake.tick(120)
+        report = self._feed_check(
+            fake, between=lambda: fake.update(nodes[3], maintenance=True))
+        self.assertEqual(['feed'], report.passed)
+        self.assertEqual([], report.findings)
+
+    def test_compare_feed_finds_a_change_it_missed(self):
+        # A change committed late, stamped before the watermark minus the
+        # overlap: the feed cannot see it, a full listing does.
+        fake = test_node_index.FakeIronic('first')
+        nodes = [fake.create() for _ in range(20)]
+        fake.tick(600)
+        # The watermark is now; the batch is older than the overlap.
+        fake.update(nodes[0], maintenance=False)
+        report = self._feed_check(fake, between=lambda: fake.update(
+            nodes[3], stamp=test_node_index.T0, maintenance=True))
+        self.assertEqual(['feed'], [f.check for f in report.findings])
+        self.assertEqual('problem', report.findings[0].severity)
+        self.assertIn('disagree on 1 nodes (%s)' % nodes[3],
+                      report.findings[0].message)
 
     def test_one_line_per_problem(self):
         self.config(group='ironic', partition_key='RACK2',
