@@ -30,6 +30,7 @@ instead of an error.
 
 from concurrent import futures
 import datetime
+import email.utils
 import queue
 import sys
 import threading
@@ -288,18 +289,25 @@ class Meter(object):
     other's figures.
     """
 
-    __slots__ = ('calls', 'http_seconds', '_lock')
+    __slots__ = ('calls', 'http_seconds', 'server_date', '_lock')
 
     def __init__(self):
         self.calls = 0
         self.http_seconds = 0.0
+        #: The latest ``Date`` an answer carried (Ironic API's clock), or
+        #: None.
+        self.server_date = None
         self._lock = threading.Lock()
 
-    def add(self, seconds):
-        """Count one call of ``seconds``."""
+    def add(self, seconds, server_date=None):
+        """Count one call of ``seconds``, answered at ``server_date``."""
         with self._lock:
             self.calls += 1
             self.http_seconds += seconds
+            if server_date is not None and (
+                    self.server_date is None or
+                    server_date > self.server_date):
+                self.server_date = server_date
 
 
 class Listing(list):
@@ -339,6 +347,44 @@ class Changes(object):
         self.mark = mark
         self.calls = meter.calls
         self.http_seconds = meter.http_seconds
+
+
+def _http_date(value):
+    """An HTTP ``Date`` header as an aware datetime, or None."""
+    if not value:
+        return None
+    try:
+        date = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if date.tzinfo is None:
+        date = date.replace(tzinfo=datetime.timezone.utc)
+    return date
+
+
+def _check_not_ahead(mark, server_date, overlap):
+    """Refuse a watermark ahead of Ironic API's own clock.
+
+    A host whose clock runs ahead stamps its changes in the future; a
+    watermark taken from them would hide, until the next full listing,
+    the changes other hosts stamp with the right time.
+
+    :param mark: the watermark (an aware datetime).
+    :param server_date: the API's ``Date`` (1 s resolution), or None.
+    :param overlap: the ``timedelta`` the feed reads again.
+    :raises ChangeFeedUnavailable: ahead by more than the overlap.
+    """
+    if server_date is None:
+        return
+    # NOTE(ironic-partition): Date has whole seconds.
+    if mark > server_date + overlap + datetime.timedelta(seconds=1):
+        raise ChangeFeedUnavailable(
+            'the newest change is stamped %s, %.0f s ahead of the clock of '
+            'the Ironic API that answered (%s), more than '
+            '[ironic_partition] change_feed_overlap (%.0f s): an Ironic '
+            'host\'s clock runs ahead; fix its time (NTP)' % (
+                mark.isoformat(), (mark - server_date).total_seconds(),
+                server_date.isoformat(), overlap.total_seconds()))
 
 
 def parse_timestamp(value):
@@ -413,6 +459,7 @@ class IronicClient(object):
 
     def _get(self, path, params, microversion, meter=None):
         start = time.monotonic()
+        date = None
         try:
             # NOTE(ironic-partition): the proxy discovers the endpoint's
             # versions on first use; a DiscoveryFailure there must be
@@ -421,6 +468,7 @@ class IronicClient(object):
             resp = proxy.get(path, params=params, microversion=microversion)
             sdk_exc.raise_from_response(resp)
             body = resp.json()
+            date = _http_date(resp.headers.get('Date'))
         except sdk_exc.HttpException as e:
             status = e.status_code or 0
             if status >= 500 or status in (401, 403, 404, 408, 409):
@@ -435,7 +483,7 @@ class IronicClient(object):
                                               reason=e)
         finally:
             if meter is not None:
-                meter.add(time.monotonic() - start)
+                meter.add(time.monotonic() - start, date)
         return body
 
     def _node_query(self, conductor_group, fields, shard, filters):
@@ -605,6 +653,10 @@ class IronicClient(object):
         # alone would not move while nothing is created, reading the last
         # batch of enrolled nodes at every refresh.
         mark = max(newest for _found, newest in passes)
+        if mark > since:
+            # NOTE(ironic-partition): only a stamp read now; the previous
+            # watermark was checked when it was read.
+            _check_not_ahead(mark, meter.server_date, overlap)
         return Changes([node for _stamp, node in seen.values()], mark, meter)
 
     def _feed_pass(self, key, since, overlap, microversion, meter):

@@ -22,6 +22,7 @@ without a timestamp compared on its id alone. The functional test
 """
 
 import datetime
+import email.utils
 import json
 import random
 from unittest import mock
@@ -138,6 +139,9 @@ class FakeIronic(object):
         resp.status_code = 200
         resp._content = json.dumps(body).encode()
         resp.headers['Content-Type'] = 'application/json'
+        # The API host's clock: Ironic's, at whole seconds.
+        resp.headers['Date'] = email.utils.format_datetime(
+            self.now.replace(microsecond=0), usegmt=True)
         return resp
 
     def _view(self, row, path, params):
@@ -231,6 +235,23 @@ class TestNodeChanges(base.TestCase):
             fake.create(stamp=False)
         self.assertRaises(baremetal.ChangeFeedUnavailable, self._changes,
                           fake, T0)
+
+    def test_a_watermark_ahead_of_the_api_clock_is_refused(self):
+        # A conductor whose clock runs 10 minutes ahead stamps a change:
+        # a watermark taken from it would hide the other hosts' changes.
+        fake = FakeIronic()
+        nodes = [fake.create() for _ in range(5)]
+        fake.tick(30)
+        since = fake.now
+        fake.tick(5)
+        fake.update(nodes[1], maintenance=True)
+        self.assertEqual(1, len(self._changes(fake, since).nodes))
+        fake.update(nodes[2], stamp=fake.now + datetime.timedelta(
+            minutes=10), maintenance=True)
+        e = self.assertRaises(baremetal.ChangeFeedUnavailable,
+                              self._changes, fake, since)
+        self.assertIn('ahead of the clock of the Ironic API', str(e))
+        self.assertIn('change_feed_overlap (2 s)', str(e))
 
     def test_short_pages_ending_without_timestamp_are_refused(self):
         # Ironic's [api] max_limit (3) is below our page size (5): its
