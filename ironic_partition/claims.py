@@ -15,11 +15,11 @@
 """Ownership claims: leases with fencing, kept in the membership database.
 
 The ring decides which service *should* manage an instance-less node; a
-claim decides which service *may* report it. A service reports an
-instance-less node only while it holds a valid claim on it, so two services
-never report the same instance-less node, even while they disagree about
-the membership (see ``doc/source/admin/safety.rst`` for the invariants and
-the timing argument).
+claim decides which service *may* report it. A service reports a node only
+while it holds a valid claim on it, so two services (or two processes of
+one host name, around a takeover) never report the same node, even while
+they disagree about the membership (see ``doc/source/admin/safety.rst``
+for the invariants and the timing argument).
 
 One claim round (:meth:`ClaimManager.round`, run by every refresh):
 
@@ -45,9 +45,13 @@ pause) and resumes believing it still owns its nodes.
 
 Nodes whose instance this service owns (rule 1) are claimed too, so that
 a node whose instance is deleted cannot be taken by another service before
-this one stops reporting it; but they are reported whatever happens to
-their claims. Nodes whose instance belongs to another service are never
-claimed: a node whose instance's owner is dead stays stranded.
+this one stops reporting it, and they are reported under the same rule:
+while the claim is valid. A fenced process reports nothing, instance nodes
+included; a new process that took the host name over (or a service whose
+new instance's node another service still holds) reports an instance node
+once its claim is taken, when the previous holder's lease ran out or it
+released the node. Nodes whose instance belongs to another service are
+never claimed: a node whose instance's owner is dead stays stranded.
 """
 
 import collections
@@ -338,22 +342,24 @@ def check_shared_database(conf, connection, host, allow_local):
 class ClaimOutcome:
     """What one claim round found.
 
-    :param reported: every node the service may report now: its instance
-        nodes and the ring nodes it holds a valid claim on.
+    :param reported: every node the service may report now: the ring
+        nodes and the nodes of its own instances it holds a valid claim
+        on.
     :param ring_reported: the ring (instance-less) nodes among them.
     :param held: nodes with a valid claim as of the last successful round
         (including nodes kept one more round before their release).
     :param claimed: nodes taken in this round.
     :param released: nodes released in this round.
-    :param fenced: ring nodes withheld because no valid claim can be
-        proven: the database could not be reached, or the lease ran out
-        by the local clock.
-    :param waiting: ring nodes withheld because another service holds a
-        valid claim on them (it releases them at its next refresh, or its
-        lease runs out).
+    :param fenced: wanted nodes (ring or instance) withheld because no
+        valid claim can be proven: the database could not be reached, or
+        the lease ran out by the local clock.
+    :param waiting: wanted nodes (ring or instance) withheld because
+        another service, or the process this one took the host name over
+        from, holds a valid claim on them (it releases them at its next
+        refresh, or its lease runs out).
     :param ok: whether this round reached the database.
     :param error: what went wrong when it did not, else None.
-    :param valid_until: the local monotonic instant until which the ring
+    :param valid_until: the local monotonic instant until which the
         nodes in ``reported`` may be reported, or None when none may.
     :param epochs: node UUID to claim epoch, for the held nodes.
     :param seconds: how long the round took.
@@ -685,7 +691,7 @@ class ClaimManager(object):
 
         Use it at the moment of acting on a previous refresh's result.
 
-        :param node_ids: instance-less node UUIDs.
+        :param node_ids: node UUIDs (ring or instance nodes).
         :param now: the monotonic time, ``clock()`` by default.
         :returns: a frozenset, empty while fenced.
         """
@@ -741,7 +747,7 @@ class ClaimManager(object):
         :param ring_nodes: instance-less node UUIDs the ring gives this
             service.
         :param instance_nodes: node UUIDs whose instance this service owns;
-            always reported.
+            claimed like the ring nodes, never released while wanted.
         :param partition_key: recorded with new claims.
         :param shard: the shard, recorded with new claims.
         :returns: a :class:`ClaimOutcome`.
@@ -797,12 +803,12 @@ class ClaimManager(object):
             error = '%s: %s' % (type(exc).__name__, exc)
         else:
             claimed = frozenset(held) - valid
-        return self._conclude(start, statements, ring_nodes, instance_nodes,
-                              desired, released, claimed, error,
+        return self._conclude(start, statements, ring_nodes, desired,
+                              released, claimed, error,
                               None if error else held)
 
-    def _conclude(self, start, statements, ring_nodes, instance_nodes,
-                  desired, released, claimed, error, held):
+    def _conclude(self, start, statements, ring_nodes, desired, released,
+                  claimed, error, held):
         with self._lock:
             now = self._clock()
             if held is not None:
@@ -832,17 +838,18 @@ class ClaimManager(object):
             until = self._valid_until
             expired = until is None or now >= until
             mine = self._held
-            if expired:
-                ring_reported = frozenset()
-            else:
-                ring_reported = ring_nodes & mine
+            # NOTE(ironic-partition): an instance node too is reported
+            # only under a valid claim of this process: after a takeover,
+            # or while another service still holds it, it waits like a
+            # ring node; once fenced, nothing is reported.
+            reported = frozenset() if expired else desired & mine
+            ring_reported = ring_nodes & reported
             if held is not None:
-                waiting = ring_nodes - mine
-                fenced = ring_nodes & mine if expired else frozenset()
+                waiting = desired - mine
+                fenced = desired & mine if expired else frozenset()
             else:
                 waiting = frozenset()
-                fenced = ring_nodes - ring_reported
-            reported = instance_nodes | ring_reported
+                fenced = desired - reported
             if held is not None:
                 # NOTE(ironic-partition): a failed round makes the refresh
                 # "not ready", and the consumer goes on acting on the last
@@ -874,11 +881,11 @@ class ClaimManager(object):
                 if outcome.valid_until is not None:
                     state = (_('still reporting %(n)d claimed nodes for '
                                '%(left).1f s') %
-                             {'n': len(outcome.ring_reported),
+                             {'n': len(outcome.reported),
                               'left': outcome.valid_until - now})
                 else:
-                    state = _('reporting none of the %d nodes the ring '
-                              'gives this service (fenced)') % len(
+                    state = _('reporting none of its %d nodes, instance '
+                              'nodes included (fenced)') % len(
                                   outcome.fenced)
                 LOG.error('Claim round of %(host)s in %(conn)s failed '
                           '(%(n)d in a row); %(state)s: %(err)s',
@@ -893,7 +900,7 @@ class ClaimManager(object):
             LOG.warning('Fenced: the claims of %(host)s were not renewed '
                         'within lease_time (%(lease)s s) minus '
                         'fencing_margin (%(margin)s s); not reporting '
-                        '%(n)d instance-less nodes',
+                        'any of its %(n)d nodes, instance nodes included',
                         {'host': self.host, 'lease': self.lease_time,
                          'margin': self.fencing_margin,
                          'n': len(outcome.fenced)})

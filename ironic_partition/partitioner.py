@@ -42,8 +42,10 @@ The claims themselves are renewed by a timer of their own
 (:meth:`~ironic_partition.claims.ClaimManager.start`), so a listing slower
 than the lease never lets them lapse. A service whose claims could not be
 renewed before the lease (minus the fencing margin) ran out by its local
-clock reports none of them (fenced); the nodes whose instance this service
-owns are reported whatever happens. Use :meth:`Partitioner.reported_nodes`
+clock reports none of them (fenced), the nodes of its own instances
+included: those are claimed and reported under the same rule, so that a
+process cut off from the database, or replaced by ``takeover``, never
+reports them next to its successor. Use :meth:`Partitioner.reported_nodes`
 when acting on a result later than the refresh that produced it: it
 applies the fence at that instant.
 
@@ -111,9 +113,9 @@ class RefreshResult(object):
     :param membership: the membership the ring was built from.
     :param ring_ownership: the :data:`~ironic_partition.rules.Ownership`
         the rules decided.
-    :param ownership: the same, with ``by_ring`` (and ``managed``) cut
-        down to the nodes this service holds claims on; equal to
-        ``ring_ownership`` when claims are off.
+    :param ownership: the same, with ``by_ring``, ``by_instance`` (and
+        ``managed``) cut down to the nodes this service holds claims on;
+        equal to ``ring_ownership`` when claims are off.
     :param nodes: the managed nodes, by UUID (slim records).
     :param gained: UUIDs managed now and not at the previous refresh.
     :param lost: UUIDs managed at the previous refresh and not now.
@@ -149,12 +151,16 @@ class RefreshResult(object):
 
     @property
     def fenced(self):
-        """Ring nodes not reported: no valid claim could be proven."""
+        """Wanted nodes not reported: no valid claim could be proven."""
         return self.claims.fenced if self.claims else _NO_CLAIMS
 
     @property
     def waiting(self):
-        """Ring nodes not reported: another service holds their claim."""
+        """Wanted nodes not reported: another process holds their claim.
+
+        Ring nodes, and nodes of this service's own instances (after a
+        takeover, until the previous process's lease runs out).
+        """
         return self.claims.waiting if self.claims else _NO_CLAIMS
 
     @property
@@ -164,7 +170,7 @@ class RefreshResult(object):
         None when claims are off (no limit) or no claimed node is
         reported.
         """
-        if not self.claims or not self.claims.ring_reported:
+        if not self.claims or not self.claims.reported:
             return None
         return self.claims.valid_until
 
@@ -261,7 +267,6 @@ class Partitioner(object):
         #: full listing (servers in ERROR or BUILD without a node).
         self._nodeless = frozenset()
         self._stale_since = None
-        self._instance_nodes = frozenset()
         self._announce = False
         #: The last successful :class:`RefreshResult`, or ``None``.
         self.last_result = None
@@ -533,7 +538,6 @@ class Partitioner(object):
                 nodes=by_id, gained=managed - previous,
                 lost=previous - managed, claims=outcome, metrics=metrics)
             self.last_result = result
-            self._instance_nodes = frozenset(ownership.by_instance)
             announce, self._announce = self._announce, False
         self._log(result, announce)
         self._warn_overrun(result)
@@ -572,18 +576,20 @@ class Partitioner(object):
                                     partition_key=settings.partition_key,
                                     **_shard_kwargs(settings))
         by_ring = tuple(u for u in ownership.by_ring
-                        if u in outcome.ring_reported)
+                        if u in outcome.reported)
+        by_instance = tuple(u for u in ownership.by_instance
+                            if u in outcome.reported)
         return ownership._replace(
-            managed=tuple(ownership.by_instance) + by_ring,
-            by_ring=by_ring), outcome
+            managed=by_instance + by_ring, by_ring=by_ring,
+            by_instance=by_instance), outcome
 
     def reported_nodes(self, now=None):
         """The nodes of the last result that may be reported at this instant.
 
         Equal to ``last_result.nodes`` while the claims are valid (or when
         claims are off); once the lease has run out by the local clock
-        without a successful renewal, only the nodes whose instance this
-        service owns. Call it at the moment of acting on a result, e.g.
+        without a successful renewal, or after :meth:`stop`, none, instance
+        nodes included. Call it at the moment of acting on a result, e.g.
         when publishing the reported set.
 
         :param now: the monotonic time, ``clock()`` by default.
@@ -600,8 +606,7 @@ class Partitioner(object):
         if self.claims is None:
             return dict(result.nodes)
         now = self._clock() if now is None else now
-        allowed = self.claims.reportable(result.ownership.by_ring, now=now)
-        allowed |= frozenset(result.ownership.by_instance)
+        allowed = self.claims.reportable(result.nodes, now=now)
         return {u: n for u, n in result.nodes.items() if u in allowed}
 
     def may_report(self, node_id, now=None):
@@ -614,16 +619,16 @@ class Partitioner(object):
 
         :param node_id: a node UUID.
         :param now: the monotonic time, ``clock()`` by default.
-        :returns: True when the node is in the last result and, for an
-            instance-less node, its claim is still valid by the local
-            clock; False also once this process lost its host name.
+        :returns: True when the node is in the last result and its claim
+            is still valid by the local clock (instance nodes included);
+            False also once this process lost its host name.
         """
         result = self.last_result
         if result is None or node_id not in result.nodes:
             return False
         if self.identity is not None and self.identity.lost:
             return False
-        if self.claims is None or node_id in self._instance_nodes:
+        if self.claims is None:
             return True
         return bool(self.claims.reportable((node_id,), now=now))
 
@@ -732,7 +737,9 @@ class Partitioner(object):
         """Stop reporting claimed nodes; release the claims by default.
 
         Call it after the consumer stopped reporting nodes; from then on
-        :meth:`reported_nodes` reports only instance nodes. Never raises.
+        :meth:`reported_nodes` reports nothing, instance nodes included
+        (a successor, or this service started again, reports them once it
+        holds their claims). Never raises.
 
         :param release: False keeps the claims in the database for a
             restart (``[ironic_partition] hand_over_on_stop``).

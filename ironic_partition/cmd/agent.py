@@ -75,13 +75,17 @@ so a reader never sees a partial document. It is JSON:
 ``managed``, ``managed_count``
     the node UUIDs this agent may report at the instant of the write
     (sorted) and their number: the instance-less nodes the ring gives it
-    *and* it holds a valid claim on, plus the nodes whose instance it
-    owns. After ``stopped``, only the latter.
+    and the nodes whose instance this host owns, each only while this
+    process holds a valid claim on it. Once fenced, and after
+    ``stopped``, none: not even the instance nodes.
 ``by_instance``
-    the part of ``managed`` kept because this host owns the instance.
+    the nodes the last good refresh kept because this host owns their
+    instance (and this process holds their claims).
 ``waiting``, ``fenced``
-    ring nodes withheld at the last good refresh: another service still
-    holds their claim, or no valid claim could be proven.
+    nodes (ring or instance) withheld at the last good refresh: another
+    process still holds their claim (after a takeover, the previous
+    process of this host name, until its lease runs out), or no valid
+    claim could be proven.
 ``claims``
     the state of this agent's ownership claims (``enabled``, ``held``,
     ``fenced``, ``valid_for`` seconds...), ``{"enabled": false}`` when
@@ -250,10 +254,10 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
             self._stopped = True
         self.tg.stop(graceful=True)
         # NOTE(ironic-partition): stop reporting first (the "stopped"
-        # report lists only the nodes of our own instances), then hand the
-        # claims over and leave: peers take the nodes at their next
-        # refresh instead of waiting for the lease and service_down_time,
-        # and never while this agent still reports them.
+        # report lists no node), then hand the claims over and leave:
+        # peers take the nodes at their next refresh instead of waiting
+        # for the lease and service_down_time, and never while this agent
+        # still reports them.
         self._write_report('stopped', ready=False,
                            reason=_('the agent stopped'))
         self.partition_stop()
@@ -406,8 +410,7 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
         # NOTE(ironic-partition): what the service may report at this
         # instant: a lease that ran out fences the claimed nodes.
         managed = (self.partitioner.reported_nodes()
-                   if state != 'stopped' else
-                   {u: None for u in last.ownership.by_instance})
+                   if state != 'stopped' else {})
         doc.update({
             'peers': {'live': sorted(membership.live),
                       'dead': sorted(membership.dead),

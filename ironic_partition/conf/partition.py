@@ -156,12 +156,14 @@ opts = [
                       'and go two of them may briefly report the same '
                       'node, as nova\'s own peer_list did.')),
         ],
-        help=_('Whether a service reports an instance-less node only '
-               'while it holds a lease (a claim) on it in the database. '
-               'Claims guarantee that no two services ever report the same '
-               'instance-less node, even across crashes, pauses and '
-               'network cuts. Nodes with an instance are always reported '
-               'by the service owning the instance, claims or not.')),
+        help=_('Whether a service reports a node only while it holds a '
+               'lease (a claim) on it in the database. Claims guarantee '
+               'that no two services ever report the same instance-less '
+               'node, and no two processes of one host name (a takeover, '
+               'a restart) any node, even across crashes, pauses and '
+               'network cuts. Nodes with an instance are claimed only by '
+               'the service owning the instance; without claims that '
+               'service always reports them.')),
     cfg.IntOpt(
         'lease_time',
         min=1,

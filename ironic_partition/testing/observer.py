@@ -42,7 +42,7 @@ longer)
     of ``valid_for``). Process death and SIGSTOP do *not* end it: a dead
     or paused agent's last report counts until its fence, as if a
     consumer still acted on it. The nodes whose instance the agent owns
-    never expire.
+    end at the fence too: they are claimed and fenced like the others.
 
 *pessimistic* (used for I2: it can only make a report shorter)
     from the upper bound of the replace (``min(seen, ctime + TICK)``)
@@ -84,8 +84,11 @@ I2
     service: no member can be live) are cut out of both.
 I3
     A node with an instance is never reported by a host other than its
-    instance's owner, and every report of the owner's process after its
-    first ready report includes it.
+    instance's owner, and every ready, running report of the owner's
+    process after its first ready report includes it or lists it as
+    ``waiting`` (its claim is still held by the process it took the host
+    name over from). Not-ready and stopped reports are not held to the
+    second part: a fenced or stopped process reports no node at all.
 I4
     From the claims table (read every ``claims_interval`` through a
     connection of the observer's own, which no proxy cuts): whenever a
@@ -154,7 +157,7 @@ class Report(object):
         self.round_seconds = claims.get('last_round_seconds')
         self.refresh_seconds = doc.get('refresh_seconds')
         self.fenced = bool(claims.get('fenced'))
-        self.waiting = len(doc.get('waiting') or ())
+        self.waiting = _intern(doc.get('waiting') or ())
 
     def ring_nodes(self):
         """The managed nodes the agent does not own the instance of."""
@@ -681,14 +684,13 @@ class Observer(fixtures.Fixture):
         pess_start = report.replaced
         kept = set()
         for node in report.managed:
-            owned = node in report.by_instance
             end = end_all
             certain = certain_all
             # NOTE(observer): a node the next report lists too never left
             # the file; otherwise it left at some instant after the next
             # report's own clock reading.
             pess_end = end_all if node in listed else certain_all
-            if not owned and report.claims_on:
+            if report.claims_on:
                 fence_at = fence if fence is not None else report.written
                 end = min(end, fence_at + EPSILON)
                 certain = min(certain, fence_at)
@@ -739,11 +741,14 @@ class Observer(fixtures.Fixture):
                 self._i3.append('%s reported node %s whose instance belongs '
                                 'to %s (t=%.3f)' % (state.host, node, owner,
                                                     report.written))
-        if report.pid in state.ready_pids and report.state in (
-                'running', 'stopped'):
+        # NOTE(observer): a fenced (not ready) or stopped process reports
+        # nothing, instance nodes included; a ready one may wait for an
+        # instance node's claim only while it says so (after a takeover).
+        if (report.pid in state.ready_pids and report.state == 'running'
+                and report.ready):
             mine = {n for n, h in self.instance_owner.items()
                     if h == state.host}
-            missing = mine - report.managed
+            missing = mine - report.managed - report.waiting
             if missing:
                 self._i3.append('%s (pid %s) stopped reporting its instance '
                                 'nodes %s (t=%.3f)' % (

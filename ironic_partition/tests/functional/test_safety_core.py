@@ -21,7 +21,8 @@ Ironic and a real PostgreSQL or MariaDB database, with real signals:
   owner keeps it (seed 000), nobody else takes it;
 * two processes start with the same host name: the second refuses, naming
   the first; an explicit takeover fences the first with no window in which
-  both report;
+  both report a node, instance nodes included, whether the first was
+  paused or cut off from the database (and never learns of the takeover);
 * Ironic answers slower than the lease: no claim lapses, nothing flaps;
 * the claims database is away for longer than the lease: the agent says
   "not ready", it never reports a shorter list as if it were ready;
@@ -92,7 +93,51 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
         # with a clock 7 minutes ahead for good measure (libfaketime).
         before = frozenset(self.reported('a1'))
         self.assertTrue(before)
+        instance_nodes = frozenset(
+            agents['a1'].report().get('by_instance') or ())
+        self.assertEqual(2, len(instance_nodes))
         agents.pause('a1')
+        new = self._take_over()
+        # The old process resumes: it must never report alongside the new,
+        # instance nodes included.
+        agents.resume('a1')
+        self._watch_overlap(agents['a1'], new)
+        old = agents['a1'].report()
+        self.assertFalse(old['ready'], old)
+        self.assertEqual([], old['managed'])
+        self.assertIn('lost host a1', old['reason'])
+        self.assertIn('lost host a1', agents['a1'].log())
+        # The new a1 owns a1's instance nodes and its ring share again.
+        self.assertEqual(before, frozenset(new.report()['managed'])
+                         & frozenset(self.free))
+        self.assertEqual(instance_nodes, frozenset(
+            new.report()['by_instance']))
+
+    def test_takeover_of_a_process_cut_off_from_the_database(self):
+        # The old a1 runs on but cannot reach the database: it never
+        # learns it was taken over. Once its lease minus the margin ran
+        # out it reports nothing, its instance nodes included, and the new
+        # a1 reports them only once it holds their claims: at no instant
+        # do both report a node.
+        agents = self.start_agents(['a1', 'a2'], proxies=True)
+        self.wait_split(['a1', 'a2'], 'a1 and a2 to share the group')
+        instance_nodes = frozenset(
+            agents['a1'].report().get('by_instance') or ())
+        self.assertEqual(2, len(instance_nodes))
+        agents.cut('a1')
+        new = self._take_over()
+        self._watch_overlap(agents['a1'], new)
+        old = agents['a1'].report()
+        self.assertTrue(agents['a1'].service.running())
+        self.assertFalse(old['ready'], old)
+        self.assertTrue(old['claims']['fenced'], old)
+        self.assertEqual([], old['managed'])
+        self.assertEqual(instance_nodes, frozenset(
+            new.report()['by_instance']))
+
+    def _take_over(self):
+        """Start a second a1 with ``--takeover``; wait for its row."""
+        holder = self._holder()
         newdir = os.path.join(self.dir, 'new')
         os.mkdir(newdir)
         takeover = agents_mod.AgentSet(
@@ -106,39 +151,35 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
         harness.wait_for(lambda: self._holder()[0] not in (None, holder[0]),
                          TIMEOUT, 'the takeover to register',
                          check=lambda: takeover.check_alive(['a1']))
-        took_over = time.monotonic()
-        # The old process resumes: it must never report alongside the new.
-        agents.resume('a1')
+        return new
+
+    def _watch_overlap(self, old_agent, new):
+        """Poll both a1 reports until the new one serves, then 3 leases.
+
+        A report counts until it is replaced or, for a process with
+        claims, until its lease minus the margin runs out (its
+        ``valid_for``): a paused or cut-off process's last report is
+        acted on until then. No node, instance nodes included, may be in
+        both processes' reports at any instant.
+        """
         overlap = []
-        instance_nodes = frozenset(
-            agents['a1'].report().get('by_instance') or ())
 
         def old_valid(now):
-            # What the old process's last report still claims at ``now``:
-            # written after the takeover, it must claim nothing; written
-            # before (it was paused), its ring nodes until the lease it
-            # reported ran out. Instance nodes belong to host a1, whichever
-            # process runs as a1.
-            report = agents['a1'].report()
+            report = old_agent.report()
             managed = frozenset(report.get('managed') or ())
-            if report.get('monotonic', 0) > took_over:
-                if managed:
-                    overlap.append(('old wrote', sorted(managed)))
-                return frozenset()
             valid_for = (report.get('claims') or {}).get('valid_for') or 0
             if now > report.get('monotonic', 0) + valid_for:
                 return frozenset()
-            return managed - instance_nodes
+            return managed
 
         def settled():
             now = time.monotonic()
             new_ready, mine = _ready_share(new)
             both = old_valid(now) & mine
             if both:
-                overlap.append(('both', sorted(both)))
-            old = agents['a1'].report()
-            return bool(mine) and new_ready and not old.get('managed') \
-                and old.get('monotonic', 0) > took_over
+                overlap.append(('both', round(now, 3), sorted(both)))
+            return bool(mine) and new_ready and not old_agent.report().get(
+                'managed')
 
         harness.wait_for(settled, TIMEOUT, 'the new a1 to take a1\'s nodes',
                          interval=0.05)
@@ -147,16 +188,6 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
             settled()
             time.sleep(0.05)
         self.assertEqual([], overlap)
-        old = agents['a1'].report()
-        self.assertFalse(old['ready'], old)
-        self.assertEqual([], old['managed'])
-        self.assertIn('lost host a1', old['reason'])
-        self.assertIn('lost host a1', agents['a1'].log())
-        # The new a1 owns a1's instance nodes and its ring share again.
-        self.assertEqual(before, frozenset(new.report()['managed'])
-                         & frozenset(self.free))
-        self.assertEqual(instance_nodes, frozenset(
-            new.report()['by_instance']))
 
     def test_takeover_without_a_live_process_is_refused(self):
         conf = os.path.join(self.dir, 'nobody.conf')

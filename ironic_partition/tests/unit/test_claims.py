@@ -539,14 +539,18 @@ class TestFencing(ClaimsTestCase):
         self.assertIn('DBConnectionError', out.error)
         self.assertEqual(frozenset(ring), out.ring_reported)
         self.assertEqual(deadline, out.valid_until)
-        self.assertIn('still reporting 5 claimed nodes for 48.0 s',
+        self.assertIn('still reporting 6 claimed nodes for 48.0 s',
                       self.logger.output)
         self.advance(deadline - self.clock.now - 0.001)
-        self.assertEqual(frozenset(ring), a.round(ring, inst).ring_reported)
+        self.assertEqual(frozenset(ring + inst),
+                         a.round(ring, inst).reported)
         self.advance(0.001)
         out = a.round(ring, inst)
-        self.assertEqual(frozenset(inst), out.reported)
-        self.assertEqual(frozenset(ring), out.fenced)
+        # Fenced: nothing, not even the instance node (its claim may be
+        # another process's by now, after a takeover).
+        self.assertEqual(frozenset(), out.reported)
+        self.assertEqual(frozenset(ring + inst), out.fenced)
+        self.assertEqual(frozenset(), a.reportable(ring + inst))
         self.assertIsNone(out.valid_until)
         self.assertIn('Fenced: the claims of a were not renewed',
                       self.logger.output)
@@ -576,8 +580,8 @@ class TestFencing(ClaimsTestCase):
         self.assertFalse(out.ok)
         self.assertIn('the claim round ended 1.0 s after its own fence',
                       out.error)
-        self.assertEqual(frozenset(), out.ring_reported)
-        self.assertEqual(frozenset(ring), out.fenced)
+        self.assertEqual(frozenset(), out.reported)
+        self.assertEqual(frozenset(ring + inst), out.fenced)
         self.assertIn('Claim round of a in', self.logger.output)
         # The next round in time is a success again, with the same claims.
         self.db.on_statement = None
@@ -685,14 +689,36 @@ class TestFencing(ClaimsTestCase):
         self.assertEqual(frozenset(nodes[:2]), out.ring_reported)
         self.assertEqual(frozenset(nodes[2:]), out.fenced)
 
-    def test_first_round_without_database_reports_instances_only(self):
+    def test_first_round_without_database_reports_nothing(self):
         a = self.manager('a')
         self.db.fail = db_exc.DBConnectionError('down')
         out = a.round(_ids(3), _ids(1, start=5))
-        self.assertEqual(frozenset(_ids(1, start=5)), out.reported)
-        self.assertEqual(frozenset(_ids(3)), out.fenced)
+        self.assertEqual(frozenset(), out.reported)
+        self.assertEqual(frozenset(_ids(4)[:3] + _ids(1, start=5)),
+                         out.fenced)
         self.assertNotIn('Fenced:', self.logger.output)
-        self.assertIn('reporting none of the 3 nodes', self.logger.output)
+        self.assertIn('reporting none of its 4 nodes, instance nodes '
+                      'included (fenced)', self.logger.output)
+
+    def test_instance_node_waits_for_its_claim(self):
+        # a holds node n as a ring node; b's instance lands on it (an
+        # operator's hand, or a takeover's predecessor holding it): b
+        # reports it only once a released it, never both at once.
+        a, b = self.manager('a'), self.manager('b')
+        n = _ids(1)
+        a.round(n)
+        out = b.round([], n)
+        self.assertTrue(out.ok)
+        self.assertEqual(frozenset(), out.reported)
+        self.assertEqual(frozenset(n), out.waiting)
+        self.assertEqual(frozenset(), b.reportable(n))
+        # a stops wanting it: it reports it no more, then releases it.
+        self.assertEqual(frozenset(), a.round([]).reported)
+        self.assertEqual(frozenset(n), a.round([]).released)
+        out = b.round([], n)
+        self.assertEqual(frozenset(n), out.reported)
+        self.assertEqual(frozenset(n), out.claimed)
+        self.assertEqual(frozenset(n), b.reportable(n))
 
     def test_unmigrated_database_fails_closed(self):
         self.db.revision = '0001_services'
@@ -771,7 +797,7 @@ class TestPartitionerWithClaims(ClaimsTestCase):
         self.assertIn('claimed 0, released %d, waiting 0, fenced 0, '
                       'stranded 0' % len(moved), self.logger.output)
 
-    def test_fenced_refresh_keeps_instance_nodes(self):
+    def test_fenced_refresh_reports_nothing(self):
         nodes = _nodes(10, instances={0: 'mine'})
         p = self._make('cn1', nodes, ['cn1'])
         first = p.refresh(my_instances={'mine'})
@@ -784,9 +810,11 @@ class TestPartitionerWithClaims(ClaimsTestCase):
                               my_instances={'mine'})
         self.assertIn('cannot prove which nodes', str(e))
         self.assertIs(first, p.last_result)
-        # ...and what may still be reported is the instance node only.
-        self.assertEqual([nodes[0].id], list(p.reported_nodes()))
-        self.assertIn('reporting none of the 9 nodes', self.logger.output)
+        # ...and nothing may still be reported, the instance node
+        # included.
+        self.assertEqual({}, p.reported_nodes())
+        self.assertFalse(p.may_report(nodes[0].id))
+        self.assertIn('reporting none of its 10 nodes', self.logger.output)
 
     def test_programming_error_is_not_an_outage(self):
         p = self._make('cn1', _nodes(3), ['cn1'])
@@ -800,7 +828,7 @@ class TestPartitionerWithClaims(ClaimsTestCase):
         p.refresh(my_instances={'mine'})
         self.assertEqual(5, len(p.reported_nodes()))
         self.advance(LEASE - MARGIN)
-        self.assertEqual([nodes[4].id], list(p.reported_nodes()))
+        self.assertEqual({}, p.reported_nodes())
         self.assertEqual(5, len(p.last_result.nodes))
 
     def test_spawn_refusal_says_why_and_who_holds_the_claim(self):
@@ -821,8 +849,9 @@ class TestPartitionerWithClaims(ClaimsTestCase):
         b.refresh()
         self.assertIn('ran out (fenced)', a.spawn_refusal(nodes[0].id))
         self.assertEqual('cn2', a.claim_holder(nodes[0].id))
-        # Its own instance's node stays deployable (seed 003).
-        self.assertIsNone(a.spawn_refusal(nodes[5].id))
+        # Fenced, it deploys nowhere, not even to its own instance's
+        # node: its claim may be another process's now.
+        self.assertIn('ran out (fenced)', a.spawn_refusal(nodes[5].id))
         self.db.fail = db_exc.DBConnectionError('down')
         self.assertEqual('unknown', a.claim_holder(nodes[0].id))
 
@@ -857,7 +886,7 @@ class TestPartitionerWithClaims(ClaimsTestCase):
         self.advance(LEASE - MARGIN)
         # The resource tracker, paused half-way, resumes past the fence.
         self.assertFalse(p.may_report(nodes[0].id))
-        self.assertTrue(p.may_report(nodes[4].id))
+        self.assertFalse(p.may_report(nodes[4].id))
         self.assertEqual(set(p.reported_nodes()),
                          {n.id for n in nodes if p.may_report(n.id)})
 

@@ -223,7 +223,10 @@ class TestAgent(base.TestCase):
         self.assertEqual(1, self.membership.stopped)
         self.assertEqual('stopped', doc['state'])
         self.assertFalse(doc['ready'])
-        self.assertEqual([self.nodes[3].id], doc['managed'])
+        # Nothing, not even the instance node: a successor reports it
+        # once it holds its claim.
+        self.assertEqual([], doc['managed'])
+        self.assertEqual(0, doc['managed_count'])
         self.assertIsNone(self.agent.refresh_once())
         self.assertEqual(1, self.report()['refresh_counter'])
 

@@ -79,3 +79,53 @@ class MarginTestCase(base.TestCase):
         self.assertEqual(0.5, result.min_margin('expiry'))
         self.assertIsNone(result.min_margin('release'))
         self.assertTrue(result.summary())
+
+
+class InstanceNodesTestCase(base.TestCase):
+    """I3 and the intervals of the nodes of an agent's own instances."""
+
+    def setUp(self):
+        super().setUp()
+        self.obs = observer.Observer(['ring'], instance_owner={'inst': 'a1'})
+        self.obs.add_agent('a1', '/nonexistent/a1.json')
+        self.state = self.obs._hosts['a1']
+        self.counter = 0
+
+    def report(self, written, managed, ready=True, state='running',
+               waiting=(), valid_for=10.0):
+        self.counter += 1
+        doc = {'pid': 7, 'monotonic': written, 'state': state,
+               'ready': ready, 'managed': list(managed),
+               'by_instance': [n for n in managed if n == 'inst'],
+               'waiting': list(waiting), 'refresh_counter': self.counter,
+               'claims': {'enabled': True, 'valid_for': valid_for}}
+        self.obs._ingest(self.state,
+                         observer.Report('a1', doc, written, written))
+
+    def test_fenced_and_stopped_reports_may_list_nothing(self):
+        self.report(1.0, ['ring', 'inst'])
+        self.report(2.0, [], ready=False, valid_for=None)
+        self.report(3.0, [], ready=False, state='stopped', valid_for=None)
+        self.assertEqual([], self.obs.analyse().i3)
+
+    def test_ready_report_without_its_instance_node_breaks_i3(self):
+        self.report(1.0, ['ring', 'inst'])
+        self.report(2.0, ['ring'])
+        (problem,) = self.obs.analyse().i3
+        self.assertIn('stopped reporting its instance nodes inst', problem)
+
+    def test_waiting_for_the_instance_nodes_claim_is_said(self):
+        self.report(1.0, ['ring', 'inst'])
+        self.report(2.0, ['ring'], waiting=['inst'])
+        self.assertEqual([], self.obs.analyse().i3)
+
+    def test_instance_node_ends_at_the_fence(self):
+        # Paused after its last report: the instance node counts until
+        # the fence, like a ring node, not for ever.
+        self.report(1.0, ['ring', 'inst'], valid_for=4.0)
+        self.obs._stopped_at = 100.0
+        runs = self.obs.analyse().runs
+        (_host, start, end, _certain) = runs['inst'][0]
+        self.assertEqual(1.0, start)
+        self.assertAlmostEqual(5.0 + observer.EPSILON, end)
+        self.assertEqual(runs['ring'][0][2], end)
