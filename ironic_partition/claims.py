@@ -300,6 +300,30 @@ def from_conf(conf, host, store=None, role=None, takeover=False,
                         renew_interval=settings.renew_interval)
 
 
+def local_database_error(connection, why, sharers, alternative=None):
+    """The error refusing a SQLite claims database that others need.
+
+    :param connection: the claims' :class:`~ironic_partition.db.store.
+        Store` (or its connection).
+    :param why: what makes a local database unsafe here (a clause).
+    :param sharers: who must share the database instead (a noun phrase).
+    :param alternative: another way out, or None.
+    :returns: a ``ConfigurationError`` naming ``[ironic_partition_database]
+        connection``.
+    """
+    reason = _('it is a SQLite database, which only this host can reach, '
+               'while %(why)s. Set [ironic_partition_database] connection '
+               'to a MySQL/MariaDB or PostgreSQL database that %(who)s '
+               'shares (and run "ironic-partition-dbsync upgrade" once)'
+               ) % {'why': why, 'who': sharers}
+    if alternative:
+        reason = _('%(reason)s, or %(alternative)s') % {
+            'reason': reason, 'alternative': alternative}
+    return exception.ConfigurationError(
+        group=database_conf.GROUP, option='connection',
+        value=connection.masked_connection, reason=reason)
+
+
 def check_shared_database(conf, connection, host, allow_local):
     """Refuse, or warn about, a SQLite database shared by several hosts.
 
@@ -318,17 +342,12 @@ def check_shared_database(conf, connection, host, allow_local):
     if not others:
         return
     if not allow_local:
-        raise exception.ConfigurationError(
-            group=database_conf.GROUP, option='connection',
-            value=connection.masked_connection,
-            reason=_('it is a SQLite database, which only this host can '
-                     'reach, while [ironic] peer_list names other hosts '
-                     '(%(others)s): each service would see only itself '
-                     'alive and report every node of the group. Set '
-                     '[ironic_partition_database] connection to a MySQL/'
-                     'MariaDB or PostgreSQL database that every service in '
-                     'peer_list shares (and run "ironic-partition-dbsync '
-                     'upgrade" once)') % {'others': ', '.join(others)})
+        raise local_database_error(
+            connection,
+            _('[ironic] peer_list names other hosts (%s): each service '
+              'would see only itself alive and report every node of the '
+              'group') % ', '.join(others),
+            _('every service in peer_list'))
     LOG.warning('Ownership claims are kept in the SQLite database %(db)s '
                 'while [ironic] peer_list names other hosts (%(others)s): '
                 'claims protect nothing across hosts unless every service '

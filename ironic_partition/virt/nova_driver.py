@@ -82,7 +82,6 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition import claims
-from ironic_partition.conf import database as database_conf
 from ironic_partition import exception
 from ironic_partition.virt import mixin
 
@@ -259,20 +258,14 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             self.servicegroup_api.service_is_up(svc)})
         if not others:
             return None
-        return exception.ConfigurationError(
-            group=database_conf.GROUP, option='connection',
-            value=store.masked_connection,
-            reason=_('it is a SQLite database, which only this host can '
-                     'reach, while neither [ironic] conductor_group nor '
-                     'shard is set and other nova-compute services with '
-                     'Ironic nodes are up (%(others)s): the ring spans '
-                     'them all, but each service would see only itself '
-                     'alive and report every node. Set '
-                     '[ironic_partition_database] connection to a MySQL/'
-                     'MariaDB or PostgreSQL database that every compute '
-                     'shares (and run "ironic-partition-dbsync upgrade" '
-                     'once), or give each compute its own conductor group '
-                     'or shard') % {'others': ', '.join(others)})
+        return claims.local_database_error(
+            store,
+            _('neither [ironic] conductor_group nor shard is set and other '
+              'nova-compute services with Ironic nodes are up (%s): the '
+              'ring spans them all, but each service would see only itself '
+              'alive and report every node') % ', '.join(others),
+            _('every compute'),
+            _('give each compute its own conductor group or shard'))
 
     def cleanup_host(self, host):
         """Leave the membership at once, then do nova's cleanup.

@@ -970,10 +970,18 @@ class TestGarbageCollection(ClaimsTestCase):
 
 
 class TestOneStore(base.TestCase):
+    """A real SQLite store shared by the membership and the claims."""
 
-    def test_membership_and_claims_share_one_store(self):
+    def _sqlite_partitioner(self, start=False, **options):
+        """cn1 on a SQLite database of its own, one group, three nodes.
+
+        :param start: start the membership (before anything is patched).
+        :param options: ``[ironic_partition]`` options.
+        :returns: ``(backend, partitioner)``, stopped at clean-up.
+        """
         tmp = self.useFixture(fixtures.TempDir()).path
-        self.config(group='ironic_partition', host='cn1', state_path=tmp)
+        self.config(group='ironic_partition', host='cn1', state_path=tmp,
+                    **options)
         self.config(group='ironic', partition_key='rack1',
                     peer_list=['cn1'])
         backend = database.DatabaseMembership(self.conf, 'cn1', 'agent',
@@ -981,14 +989,21 @@ class TestOneStore(base.TestCase):
         self.addCleanup(backend.stop, timeout=5)
         p = partitioner.Partitioner(
             self.conf, test_partitioner.FakeClient(_nodes(3)), backend)
+        return backend, p
+
+    def _run(self, backend, p):
+        backend.start()
+        p.start()
+        self.addCleanup(p.stop)
+        return p.refresh()
+
+    def test_membership_and_claims_share_one_store(self):
+        backend, p = self._sqlite_partitioner()
         self.assertIs(backend.store, p.store)
         self.assertIs(backend.store, p.claims.store)
         self.assertIs(backend.identity, p.identity)
         self.assertIs(backend.identity, p.claims.identity)
-        backend.start()
-        p.start()
-        self.addCleanup(p.stop)
-        self.assertEqual(3, len(p.refresh().nodes))
+        self.assertEqual(3, len(self._run(backend, p).nodes))
         (row,) = backend.store.services.services('agent', 60).services
         self.assertEqual(p.identity.incarnation, row.incarnation)
         self.assertEqual({p.identity.incarnation},
@@ -999,17 +1014,9 @@ class TestOneStore(base.TestCase):
         self.assertEqual('rack2', backend.partition_key)
 
     def test_slow_garbage_collection_never_delays_a_renewal(self):
-        tmp = self.useFixture(fixtures.TempDir()).path
         # Renewals every 0.3 s.
-        self.config(group='ironic_partition', host='cn1', state_path=tmp,
-                    refresh_interval=1, lease_time=2, fencing_margin=1.1)
-        self.config(group='ironic', partition_key='rack1',
-                    peer_list=['cn1'])
-        backend = database.DatabaseMembership(self.conf, 'cn1', 'agent',
-                                              partition_key='rack1')
-        self.addCleanup(backend.stop, timeout=5)
-        p = partitioner.Partitioner(
-            self.conf, test_partitioner.FakeClient(_nodes(3)), backend)
+        backend, p = self._sqlite_partitioner(
+            refresh_interval=1, lease_time=2, fencing_margin=1.1)
         release = threading.Event()
         self.addCleanup(release.set)
         collecting = threading.Event()
@@ -1021,10 +1028,7 @@ class TestOneStore(base.TestCase):
         self.useFixture(fixtures.MockPatchObject(
             backend.store.claims, 'collect_garbage', slow_delete))
         p.claims._next_gc = 0.0
-        backend.start()
-        p.start()
-        self.addCleanup(p.stop)
-        p.refresh()
+        self._run(backend, p)
         self.assertTrue(collecting.wait(10))
         before = p.claims.valid_until
         deadline = time.monotonic() + 10
@@ -1037,21 +1041,10 @@ class TestOneStore(base.TestCase):
 
     def test_no_renewal_once_the_main_thread_ended(self):
         logger = self.useFixture(fixtures.FakeLogger())
-        tmp = self.useFixture(fixtures.TempDir()).path
         # Renewals every 0.3 s.
-        self.config(group='ironic_partition', host='cn1', state_path=tmp,
-                    refresh_interval=1, lease_time=2, fencing_margin=1.1)
-        self.config(group='ironic', partition_key='rack1',
-                    peer_list=['cn1'])
-        backend = database.DatabaseMembership(self.conf, 'cn1', 'agent',
-                                              partition_key='rack1')
-        self.addCleanup(backend.stop, timeout=5)
-        p = partitioner.Partitioner(
-            self.conf, test_partitioner.FakeClient(_nodes(3)), backend)
-        backend.start()
-        p.start()
-        self.addCleanup(p.stop)
-        p.refresh()
+        backend, p = self._sqlite_partitioner(
+            refresh_interval=1, lease_time=2, fencing_margin=1.1)
+        self._run(backend, p)
         timer = p.claims._timer
         self.assertTrue(timer.is_alive())
         self.useFixture(fixtures.MonkeyPatch(
@@ -1059,3 +1052,43 @@ class TestOneStore(base.TestCase):
         timer.join(p.claims.renew_interval + 5)
         self.assertFalse(timer.is_alive())
         self.assertIn('no more claim renewals for cn1', logger.output)
+
+
+class TestSharedDatabase(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.conn = types.SimpleNamespace(
+            masked_connection='sqlite:////var/lib/x.sqlite')
+        self.logger = self.useFixture(fixtures.FakeLogger(level='WARNING'))
+
+    def test_alone_in_peer_list_is_fine(self):
+        self.config(group='ironic', peer_list=['CN1'])
+        claims.check_shared_database(self.conf, self.conn, 'cn1', False)
+        self.assertEqual('', self.logger.output)
+
+    def test_other_peers_are_refused_naming_the_option(self):
+        self.config(group='ironic', peer_list=['cn1', 'cn2', ' cn3 '])
+        e = self.assertRaises(exception.ConfigurationError,
+                              claims.check_shared_database, self.conf,
+                              self.conn, 'cn1', False)
+        text = str(e)
+        self.assertIn('[ironic_partition_database] connection', text)
+        self.assertIn('sqlite:////var/lib/x.sqlite', text)
+        self.assertIn('peer_list names other hosts (cn2, cn3)', text)
+        self.assertIn('that every service in peer_list shares (and run '
+                      '"ironic-partition-dbsync upgrade" once)', text)
+
+    def test_other_peers_warn_when_allowed(self):
+        self.config(group='ironic', peer_list=['cn1', 'cn2'])
+        claims.check_shared_database(self.conf, self.conn, 'cn1', True)
+        self.assertIn('peer_list names other hosts (cn2)', self.logger.output)
+
+    def test_error_with_an_alternative(self):
+        e = claims.local_database_error(self.conn, 'why', 'every compute',
+                                        'do something else')
+        self.assertIn('while why. Set [ironic_partition_database] '
+                      'connection', str(e))
+        self.assertIn('that every compute shares', str(e))
+        self.assertTrue(str(e).endswith('once), or do something else'),
+                        str(e))
