@@ -21,7 +21,11 @@ the pages arrive. Later refreshes read only Ironic's change feed: the
 nodes updated or created since the last watermark, fleet-wide, so that a
 node moved out of the partition is seen (and dropped) as well as one
 moved in. The watermark is the newest of Ironic's own ``updated_at`` and
-``created_at`` stamps, read again with an overlap.
+``created_at`` stamps, read again with an overlap; the updated nodes are
+read on from an *anchor*, a node updated before it, so that nodes never
+updated since they were enrolled (which PostgreSQL sorts first, and
+Ironic cannot page past) never force a full listing (see
+:meth:`~ironic_partition.baremetal.IronicClient.node_changes`).
 
 Ironic keeps no trace of a deleted node, so deletions are found by the
 full listing that runs every ``[ironic_partition] full_resync_interval``
@@ -76,6 +80,9 @@ class NodeIndex(object):
         self._shard_ignores_case = False
         #: Why the change feed could not be used last time, or None.
         self.feed_problem = None
+        #: Where the feed reads the updated nodes on from (fleet-wide,
+        #: kept across full listings and partition changes).
+        self._anchors = ()
 
     def __len__(self):
         return len(self.nodes)
@@ -149,7 +156,8 @@ class NodeIndex(object):
         # next change feed reads it.
         with futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix='ironic-partition') as pool:
-            stamps = pool.submit(self.client.newest_stamp, mv)
+            stamps = pool.submit(self.client.newest_stamp, mv,
+                                 self.overlap)
             meter = self._list_pages(conductor_group, shard)
             try:
                 mark, head = stamps.result()
@@ -224,7 +232,7 @@ class NodeIndex(object):
         conductor_group, shard = key
         changes = self.client.node_changes(
             self._mark, self.overlap,
-            microversion=self._microversion(shard))
+            microversion=self._microversion(shard), anchors=self._anchors)
         group = conductor_group.lower() if conductor_group is not None \
             else None
         shard = shard.lower() if shard is not None else None
@@ -239,5 +247,6 @@ class NodeIndex(object):
             else:
                 nodes.pop(node.id, None)
         self._mark = changes.mark
+        self._anchors = changes.anchors
         return IndexUpdate(False, len(changes.nodes), changes.calls,
                            changes.http_seconds, None)

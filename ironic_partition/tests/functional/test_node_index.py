@@ -15,7 +15,8 @@
 """The incremental refresh against a real Ironic, on both SQL servers.
 
 Random changes go through Ironic's own API (instances set and cleared,
-conductor group changes, maintenance, creations, deletions); after each
+conductor group changes, maintenance, traits added and removed, creations,
+deletions); after each
 batch the node index, kept current by the change feed alone, must equal a
 full listing, but for the deleted nodes that only the periodic full
 listing can find. PostgreSQL and MariaDB order the nodes never updated
@@ -53,12 +54,14 @@ class _NodeIndexTest(test_cli.SharedIronic):
 
     def _truth(self, group):
         fresh = baremetal.IronicClient(connection=self.conn, page_size=10)
-        return {n.id: (n.instance_id, n.is_maintenance, n.conductor_group)
+        return {n.id: (n.instance_id, n.is_maintenance, n.conductor_group,
+                       sorted(n.traits or ()))
                 for n in fresh.list_nodes(conductor_group=group)}
 
     @staticmethod
     def _seen(index):
-        return {u: (n.instance_id, n.is_maintenance, n.conductor_group)
+        return {u: (n.instance_id, n.is_maintenance, n.conductor_group,
+                    sorted(n.traits or ()))
                 for u, n in index.nodes.items()}
 
     def _change(self, rng, deleted):
@@ -66,7 +69,7 @@ class _NodeIndexTest(test_cli.SharedIronic):
             fields=['uuid', 'instance_uuid', 'provision_state'])}
         u = rng.choice(sorted(nodes))
         kind = rng.choice(['instance', 'group', 'maintenance', 'create',
-                           'delete'])
+                           'delete', 'traits'])
         bm = self.conn.baremetal
         if kind == 'instance':
             if nodes[u].instance_id is None:
@@ -81,6 +84,14 @@ class _NodeIndexTest(test_cli.SharedIronic):
                 bm.set_node_maintenance(u, reason='test')
             else:
                 bm.unset_node_maintenance(u)
+        elif kind == 'traits':
+            # NOTE(ironic-partition): through the traits API, which writes
+            # the node_traits table and not the node's row itself.
+            trait = rng.choice(['CUSTOM_GOLD', 'CUSTOM_SILVER'])
+            if rng.random() < 0.6:
+                bm.add_node_trait(u, trait)
+            else:
+                bm.remove_node_trait(u, trait, ignore_missing=True)
         elif kind == 'create':
             bm.create_node(name='idx-%s' % uuid.uuid4().hex[:8],
                            driver='fake-hardware',
@@ -115,10 +126,67 @@ class _NodeIndexTest(test_cli.SharedIronic):
             self.assertEqual(truth, {u: v for u, v in seen.items()
                                      if u not in lingering}, step)
         self.assertEqual({'instance', 'group', 'maintenance', 'create',
-                          'delete'}, kinds)
+                          'delete', 'traits'}, kinds)
         # The periodic full listing finds the deletions.
         index.invalidate()
         self.assertTrue(index.refresh('rack1').full)
+        self.assertEqual(self._truth('rack1'), self._seen(index))
+
+    def test_never_updated_nodes_keep_the_feed(self):
+        # More nodes never updated since enrolled than a page (10 here):
+        # PostgreSQL sorts them first newest first, and Ironic cannot page
+        # past them. The feed must still read only what changed.
+        bm = self.conn.baremetal
+        created = []
+        for _ in range(12):
+            node = bm.create_node(name='fresh-%s' % uuid.uuid4().hex[:8],
+                                  driver='fake-hardware',
+                                  conductor_group='rack2')
+            created.append(node.id)
+            self.addCleanup(bm.delete_node, node.id, ignore_missing=True)
+        self.assertEqual(
+            [None] * 12,
+            [self.client._get('/nodes/%s' % u, {}, None).get('updated_at')
+             for u in created])
+        index = node_index.NodeIndex(self.client, resync_interval=10 ** 6,
+                                     overlap=1)
+        self.assertTrue(index.refresh('rack1').full)
+        self.assertIsNone(index.feed_problem)
+        some = sorted(index.nodes)[1]
+        self.addCleanup(bm.unset_node_maintenance, some)
+        for step in range(3):
+            bm.set_node_maintenance(some, reason='step %d' % step)
+            update = index.refresh('rack1')
+            self.assertFalse(update.full, update.reason)
+            self.assertIsNone(index.feed_problem)
+            self.assertTrue(index.nodes[some].is_maintenance)
+            self.assertEqual(self._truth('rack1'), self._seen(index))
+            bm.unset_node_maintenance(some)
+            update = index.refresh('rack1')
+            self.assertFalse(update.full, update.reason)
+            self.assertFalse(index.nodes[some].is_maintenance)
+
+    def test_trait_changes_reach_the_feed(self):
+        # A trait set or removed through Ironic's traits API changes only
+        # the node_traits table; the feed sees it because Ironic bumps
+        # the node's updated_at (it releases the node's lock with a
+        # write). If Ironic ever stops doing that, this fails.
+        index = node_index.NodeIndex(self.client, resync_interval=10 ** 6,
+                                     overlap=1)
+        self.assertTrue(index.refresh('rack1').full)
+        node = sorted(index.nodes)[-1]
+        trait = 'CUSTOM_FEED_%s' % uuid.uuid4().hex[:8].upper()
+        bm = self.conn.baremetal
+        self.addCleanup(bm.remove_node_trait, node, trait,
+                        ignore_missing=True)
+        bm.add_node_trait(node, trait)
+        update = index.refresh('rack1')
+        self.assertFalse(update.full, update.reason)
+        self.assertIn(trait, index.nodes[node].traits)
+        bm.remove_node_trait(node, trait)
+        update = index.refresh('rack1')
+        self.assertFalse(update.full, update.reason)
+        self.assertNotIn(trait, index.nodes[node].traits or ())
         self.assertEqual(self._truth('rack1'), self._seen(index))
 
     def test_feed_reads_only_what_changed(self):

@@ -25,7 +25,7 @@ class FullListingMixin(object):
     refresh, as before the change feed existed.
     """
 
-    def newest_stamp(self, microversion=None):
+    def newest_stamp(self, microversion=None, overlap=None):
         raise baremetal.ChangeFeedUnavailable('no change feed in this fake')
 
     def node_pages(self, conductor_group=None, fields=None, shard=None,

@@ -88,6 +88,11 @@ class FakeIronic(object):
     def get(self, path, params=None, microversion=None):
         params = dict(params)
         self.calls.append((path, params))
+        if path.startswith('/nodes/') and path != '/nodes/detail':
+            row = self.rows.get(path[len('/nodes/'):])
+            if row is None:
+                return self._response({'error_message': 'not found'}, 404)
+            return self._response(self._view(row, path, params))
         rows = list(self.rows.values())
         if 'conductor_group' in params:
             rows = [r for r in rows
@@ -114,6 +119,8 @@ class FakeIronic(object):
             rows.sort(key=lambda r: (r[key] is None) != (self.nulls ==
                                                          'first'))
         if 'marker' in params:
+            if params['marker'] not in self.rows:
+                return self._response({'error_message': 'not found'}, 404)
             marker = self.rows[params['marker']]
             value = marker[key]
 
@@ -135,8 +142,12 @@ class FakeIronic(object):
         if len(page) == limit:
             body['next'] = ('http://ironic/v1%s?marker=%s'
                             % (path, page[-1]['uuid']))
+        return self._response(body)
+
+    def _response(self, body, status=200):
         resp = requests.Response()
-        resp.status_code = 200
+        resp.status_code = status
+        resp.url = 'http://ironic/v1/nodes'
         resp._content = json.dumps(body).encode()
         resp.headers['Content-Type'] = 'application/json'
         # The API host's clock: Ironic's, at whole seconds.
@@ -227,14 +238,85 @@ class TestNodeChanges(base.TestCase):
         self.assertEqual([u], [n.id for n in changes.nodes])
         self.assertEqual(fake.rows[u]['updated_at'], changes.mark)
 
-    def test_a_page_ending_without_timestamp_is_refused(self):
-        # PostgreSQL puts never-updated nodes first; a marker without a
-        # timestamp makes Ironic skip newer nodes: refuse, list in full.
+    def test_never_updated_nodes_sorted_first_are_read_past(self):
+        # PostgreSQL puts never-updated nodes first newest first; a marker
+        # without a timestamp would make Ironic skip newer nodes. The
+        # updated nodes are read oldest first from the oldest one instead.
         fake = FakeIronic('first')
         for _ in range(6):
             fake.create(stamp=False)
-        self.assertRaises(baremetal.ChangeFeedUnavailable, self._changes,
-                          fake, T0)
+        changes = self._changes(fake, T0)
+        # Nothing was ever updated: only the creations count.
+        self.assertEqual(6, len(changes.nodes))
+        fake.tick(100)
+        since = fake.now
+        old = fake.create()
+        fake.tick(100)
+        fresh = fake.create()
+        fake.update(fresh, maintenance=True)
+        changes = self._changes(fake, since)
+        self.assertEqual({old, fresh}, {n.id for n in changes.nodes})
+        self.assertEqual(fake.rows[fresh]['updated_at'], changes.mark)
+        # The oldest updated node is the anchor the next read goes on
+        # from: only what changed after it, without the untimed nodes.
+        self.assertEqual((old,), tuple(a.uuid for a in changes.anchors))
+        fake.tick(100)
+        fake.update(fresh, maintenance=False)
+        del fake.calls[:]
+        changes = _client(fake).node_changes(
+            changes.mark, datetime.timedelta(seconds=2),
+            anchors=changes.anchors)
+        self.assertEqual([fresh], [n.id for n in changes.nodes])
+        # The oldest-first read, the anchor's check, the creations.
+        self.assertEqual(3, len(fake.calls))
+        self.assertEqual('asc', fake.calls[0][1].get('sort_dir'))
+
+    def test_a_changed_anchor_falls_back_to_an_older_one(self):
+        fake = FakeIronic('first')
+        nodes = [fake.create() for _ in range(3)]
+        for _ in range(6):
+            fake.create(stamp=False)
+        fake.tick(100)
+        anchors = (baremetal.Anchor(nodes[2], fake.rows[nodes[2]]
+                                    ['updated_at']),
+                   baremetal.Anchor(nodes[0], fake.rows[nodes[0]]
+                                    ['updated_at']))
+        since = fake.now
+        # The newest anchor changes again: Ironic would read on from its
+        # new stamp and skip nodes[1]'s change, made in between.
+        fake.update(nodes[1], maintenance=True)
+        fake.update(nodes[2], maintenance=True)
+        changes = _client(fake).node_changes(
+            since, datetime.timedelta(seconds=2), anchors=anchors)
+        self.assertEqual({nodes[1], nodes[2]},
+                         {n.id for n in changes.nodes})
+        self.assertEqual(nodes[0], changes.anchors[0].uuid)
+        # Every anchor gone: the newest-first read, then the oldest node.
+        fake.delete(nodes[0])
+        changes = _client(fake).node_changes(
+            since, datetime.timedelta(seconds=2), anchors=changes.anchors)
+        self.assertEqual({nodes[1], nodes[2]},
+                         {n.id for n in changes.nodes})
+
+    def test_a_page_marker_changed_during_the_read_is_caught(self):
+        fake = FakeIronic('first')
+        nodes = [fake.create() for _ in range(12)]
+        anchor = baremetal.Anchor(nodes[0], fake.rows[nodes[0]]
+                                  ['updated_at'])
+        real = fake.get
+
+        def get(path, params=None, microversion=None):
+            resp = real(path, params, microversion)
+            if params and params.get('marker') == nodes[5]:
+                # The first page's last node changes while the second
+                # page is read.
+                fake.update(nodes[5], maintenance=True)
+            return resp
+        fake.get = get
+        client = _client(fake)
+        self.assertRaises(baremetal.ChangeFeedUnavailable,
+                          client._read_on_from, anchor, T0,
+                          None, baremetal.Meter())
 
     def test_a_watermark_ahead_of_the_api_clock_is_refused(self):
         # A conductor whose clock runs 10 minutes ahead stamps a change:
@@ -253,7 +335,7 @@ class TestNodeChanges(base.TestCase):
         self.assertIn('ahead of the clock of the Ironic API', str(e))
         self.assertIn('change_feed_overlap (2 s)', str(e))
 
-    def test_short_pages_ending_without_timestamp_are_refused(self):
+    def test_short_pages_of_never_updated_nodes_are_read_past(self):
         # Ironic's [api] max_limit (3) is below our page size (5): its
         # pages are short, and only its "next" link tells that the page
         # ending on a node without a timestamp has a next one.
@@ -263,8 +345,9 @@ class TestNodeChanges(base.TestCase):
         fake.tick(100)
         u = fake.create()
         fake.update(u, maintenance=True)
-        self.assertRaises(baremetal.ChangeFeedUnavailable, self._changes,
-                          fake, T0 + datetime.timedelta(seconds=50))
+        changes = self._changes(fake, T0 + datetime.timedelta(seconds=50))
+        self.assertEqual([u], [n.id for n in changes.nodes])
+        self.assertTrue(fake.rows[u]['maintenance'])
 
     def test_newest_stamp(self):
         fake = FakeIronic('first')
@@ -424,17 +507,17 @@ class TestNodeIndex(base.TestCase):
 
     def test_incomplete_feed_falls_back_to_a_full_listing(self):
         fake = FakeIronic('first')
-        for _ in range(3):
-            fake.create()
+        nodes = [fake.create() for _ in range(3)]
         index = self._index(fake, page_size=5)
         index.refresh('rack1')
-        for _ in range(6):
-            fake.create(stamp=False)
+        fake.update(nodes[0], stamp=fake.now + datetime.timedelta(
+            minutes=10), maintenance=True)
+        fake.create()
         self.clock[0] += 1
         update = index.refresh('rack1')
         self.assertTrue(update.full)
         self.assertIn('change feed is incomplete', update.reason)
-        self.assertEqual(9, len(index))
+        self.assertEqual(4, len(index))
 
     def _mixed_case(self, nulls):
         fake = FakeIronic(nulls)
@@ -473,33 +556,58 @@ class TestNodeIndex(base.TestCase):
     def test_feed_problem_warned_once_and_cleared(self):
         logger = self.useFixture(fixtures.FakeLogger())
         fake = FakeIronic('first')
-        for _ in range(3):
-            fake.create()
+        nodes = [fake.create() for _ in range(3)]
         index = self._index(fake, page_size=5)
         index.refresh('rack1')
-        for _ in range(6):
-            fake.create(stamp=False)
+        # A conductor whose clock runs 10 minutes ahead stamps a change.
+        fake.update(nodes[0], stamp=fake.now + datetime.timedelta(
+            minutes=10), maintenance=True)
         for _ in range(2):
             self.clock[0] += 1
-            index.refresh('rack1')
-        # The feed's reason, then the watermark's; then nothing new.
+            self.assertTrue(index.refresh('rack1').full)
         warned = logger.output.count('change feed cannot be used')
-        self.assertEqual(2, warned)
+        self.assertGreaterEqual(warned, 1)
         for _ in range(3):
             self.clock[0] += 1
             self.assertTrue(index.refresh('rack1').full)
+        # Once per reason, not at every refresh.
         self.assertEqual(warned, logger.output.count('change feed cannot '
                                                      'be used'))
-        self.assertIn('5 nodes without updated_at', index.feed_problem)
-        # Once they are updated, the feed is used again, and says so.
-        for u, row in fake.rows.items():
-            if row['updated_at'] is None:
-                fake.update(u)
+        self.assertIn('ahead of the clock of the Ironic API',
+                      index.feed_problem)
+        # Once Ironic's clock caught up, the feed is used again.
+        fake.tick(11 * 60)
         self.clock[0] += 1
         index.refresh('rack1')
         self.clock[0] += 1
         self.assertFalse(index.refresh('rack1').full)
         self.assertIsNone(index.feed_problem)
+
+    def test_never_updated_nodes_never_force_a_full_listing(self):
+        # PostgreSQL sorts the nodes never updated since enrolled first;
+        # more of them than a page used to make every refresh a full
+        # listing. The feed reads the updated nodes on from an anchor.
+        for nulls in ('first', 'last'):
+            fake = FakeIronic(nulls)
+            nodes = [fake.create() for _ in range(4)]
+            for _ in range(12):
+                fake.create(stamp=False)
+            fake.tick(100)
+            index = self._index(fake, page_size=5)
+            self.assertTrue(index.refresh('rack1').full)
+            self.assertIsNone(index.feed_problem, nulls)
+            for step in range(4):
+                fake.tick(100)
+                fake.update(nodes[step], maintenance=True)
+                fake.create(stamp=False)
+                self.clock[0] += 1
+                update = index.refresh('rack1')
+                self.assertFalse(update.full, (nulls, step, update.reason))
+                self.assertEqual(self._truth(fake, 'rack1'),
+                                 self._seen(index), (nulls, step))
+            self.assertIsNone(index.feed_problem)
+            # A few calls, not pages of never-updated nodes.
+            self.assertLessEqual(update.calls, 4, nulls)
 
 
 class TestPartitionerReadsTheOptions(base.TestCase):

@@ -319,9 +319,10 @@ class TestSafetyCore(TestPartitioner):
         # A change feed with nothing changed: refreshes in between full
         # listings read only the feed.
         mark = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
-        p.client.newest_stamp = lambda microversion=None: (
+        p.client.newest_stamp = lambda microversion=None, overlap=None: (
             mark, baremetal.Meter())
-        p.client.node_changes = lambda since, overlap, microversion=None: (
+        p.client.node_changes = (
+            lambda since, overlap, microversion=None, anchors=():
             baremetal.Changes([], since, baremetal.Meter()))
         errors = {'error-%d' % i for i in range(50)}
         result = p.refresh(my_instances={'mine'} | errors)
