@@ -133,6 +133,28 @@ class NodeIndex(object):
                 return update
         return self._list_all(key, reason)
 
+    def check_feed(self):
+        """Read the change feed once, as the next refresh would.
+
+        For ``status``: unlike :meth:`refresh`, a feed that cannot be used
+        is reported, not replaced by a full listing (the next refresh
+        lists in full).
+
+        :returns: why the feed cannot be used, or None when it can.
+        :raises IronicUnavailable: Ironic cannot be reached or failed.
+        :raises IronicRequestError: Ironic refused a query.
+        """
+        if self._key is None or self._mark is None:
+            return self.feed_problem or 'no change feed watermark'
+        try:
+            self._apply_changes(self._key)
+        except baremetal.ChangeFeedUnavailable as e:
+            self._feed_unusable(e)
+            self.invalidate()
+            return self.feed_problem
+        self.feed_problem = None
+        return None
+
     def _feed_unusable(self, error):
         # NOTE(ironic-partition): a WARNING when the reason changes, not
         # at every refresh: a fleet stuck on full listings says so once.

@@ -50,7 +50,9 @@ def gather(conf, role, instance_hosts=None, progress=None):
     :returns: a dict with ``settings``, ``conductors``, ``result`` (a
         :class:`~ironic_partition.partitioner.RefreshResult`),
         ``ring_mode``, ``stranded``, ``instance_hosts``, ``backend`` (its
-        status dict), ``role`` and ``claims`` (see :func:`read_claims`).
+        status dict), ``role``, ``claims`` (see :func:`read_claims`) and
+        ``feed_problem`` (why Ironic's change feed cannot be used, read
+        once after the listing, or None).
     :raises: the errors mapped by :func:`_errors.exit_code_for`.
     """
     progress = progress or _output.Progress(enabled=False)
@@ -72,6 +74,8 @@ def gather(conf, role, instance_hosts=None, progress=None):
                 my_instances=instance_owners.owned_by(instance_hosts,
                                                       settings.host),
                 instance_hosts=instance_hosts)
+        with progress.task(_('Reading Ironic\'s change feed')):
+            feed_problem = part.index.check_feed()
         backend_status = membership.status()
         claims = read_claims(conf, membership, role, settings)
         services = read_services(membership, role)
@@ -82,7 +86,7 @@ def gather(conf, role, instance_hosts=None, progress=None):
             'result': result, 'ring_mode': part.rings.mode,
             'stranded': stranded, 'instance_hosts': instance_hosts or {},
             'backend': backend_status, 'role': role, 'claims': claims,
-            'services': services}
+            'services': services, 'feed_problem': feed_problem}
 
 
 def read_services(membership, role):
@@ -239,6 +243,8 @@ def to_dict(data):
         'stranded_count': len(stranded),
         'instance_owners_known': bool(data['instance_hosts']),
         'claims': data['claims'],
+        'change_feed': {'usable': data.get('feed_problem') is None,
+                        'problem': data.get('feed_problem')},
         'api_calls': result.metrics.api_calls,
         'seconds': round(result.metrics.seconds, 3),
     }
@@ -333,6 +339,10 @@ def render(doc, long_listing=False):
                 'inst': doc['by_instance_count']}),
         (_('instances of others'), doc['foreign_count']),
         (_('stranded'), doc['stranded_count']),
+        (_('change feed'), _('usable: refreshes read what changed')
+         if doc['change_feed']['usable'] else
+         _('NOT usable, every refresh lists in full: %s')
+         % doc['change_feed']['problem']),
     ], '  ')
     claims = doc['claims']
     lines.append('')

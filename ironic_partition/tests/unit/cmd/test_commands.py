@@ -81,6 +81,30 @@ class TestStatus(CommandTestCase):
         self.assertIn('nova-manage db ironic_compute_node_move', text)
         self.assertIn('--down a2', text)
 
+    def test_change_feed_state(self):
+        # The fakes have no change feed: said, with the reason.
+        doc = status.to_dict(status.gather(self.conf, 'agent', self.HOSTS))
+        self.assertEqual({'usable': False,
+                          'problem': 'no change feed in this fake'},
+                         doc['change_feed'])
+        self.assertIn('NOT usable, every refresh lists in full: no change '
+                      'feed in this fake', '\n'.join(status.render(doc)))
+        # A fake Ironic with a feed: usable.
+        fake = test_node_index.FakeIronic('first')
+        for _ in range(12):
+            fake.create()
+        real = REAL_CLIENT(connection=mock.Mock(baremetal=fake),
+                           page_size=5)
+        real.list_conductors = self.client.list_conductors
+        self.patch(status.baremetal, 'IronicClient',
+                   mock.Mock(return_value=real))
+        doc = status.to_dict(status.gather(self.conf, 'agent'))
+        self.assertEqual({'usable': True, 'problem': None},
+                         doc['change_feed'])
+        self.assertEqual(12, doc['listed'])
+        self.assertIn('usable: refreshes read what changed',
+                      '\n'.join(status.render(doc)))
+
     def test_stranded_nodes_need_no_listing_of_their_own(self):
         calls = []
         list_nodes = self.client.list_nodes
