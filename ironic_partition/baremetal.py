@@ -28,7 +28,6 @@ a raw keystoneauth exception, and never get an empty or partial list
 instead of an error.
 """
 
-import collections
 from concurrent import futures
 import datetime
 import email.utils
@@ -71,8 +70,6 @@ DEFAULT_PAGE_SIZE = 1000
 
 #: The most ``GET /v1/nodes?instance_uuid=`` look-ups run at once.
 LOOKUP_WORKERS = 8
-
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 # API name -> attribute name, following openstacksdk's renames so that code
 # written against SDK ``Node`` objects (nova's driver) can read a record.
@@ -261,35 +258,6 @@ class _Prefetcher(object):
         self._thread.join()
 
 
-def _later(stamp, other):
-    """Whether ``stamp`` is later than ``other`` (None is earliest)."""
-    if other is None:
-        return stamp is not None
-    return stamp is not None and stamp > other
-
-
-def _not_found(error):
-    """Whether an ``IronicUnavailable`` is Ironic's 404.
-
-    A node, or the marker node of a list, that is gone.
-    """
-    return getattr(error.kwargs.get('reason'), 'status_code', None) == 404
-
-
-def _run_both(first, second):
-    """Run two calls at once; return both results, or raise the first error.
-
-    :param first: a callable, run in a thread of its own.
-    :param second: a callable, run in this thread.
-    :returns: ``[first(), second()]``.
-    """
-    with futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix='ironic-partition') as pool:
-        pending = pool.submit(first)
-        other = second()
-        return [pending.result(), other]
-
-
 class Meter(object):
     """The Ironic API calls of one listing, and the time spent in them.
 
@@ -333,81 +301,6 @@ class Listing(list):
         self.http_seconds = meter.http_seconds
 
 
-class ChangeFeedUnavailable(Exception):
-    """The change feed cannot prove it saw every change; list in full."""
-
-
-class _UntimedPage(ChangeFeedUnavailable):
-    """A page of nodes without the timestamp sorted on, with more after."""
-
-
-#: The most anchors a change feed keeps (see :class:`Anchor`).
-MAX_ANCHORS = 4
-#: Seconds a new anchor must be newer than the newest kept one: the
-#: anchors span several minutes of quiet, so that when the newest one
-#: changes again an older one is still quiet.
-ANCHOR_SPACING = 60
-
-
-class Anchor(collections.namedtuple('Anchor', ['uuid', 'stamp'])):
-    """A node and its ``updated_at``, to read the change feed on from.
-
-    ``GET /v1/nodes/detail?sort_key=updated_at&sort_dir=asc&marker=UUID``
-    lists every node updated after the marker node's ``updated_at`` (by
-    ``updated_at``, then the database id), never one without an
-    ``updated_at``, whatever the database sorts first. Only while the
-    node's ``updated_at`` is still ``stamp``: Ironic reads the marker's
-    current row, so the feed checks it after the read.
-    """
-
-    __slots__ = ()
-
-
-class Changes(object):
-    """What changed in Ironic since a watermark.
-
-    :ivar nodes: slim records of every node updated or created since the
-        watermark (minus the overlap), whatever its group or shard.
-    :ivar mark: the new watermark: the newest ``updated_at`` or
-        ``created_at`` seen (Ironic's clocks), or the previous one when
-        nothing newer was seen.
-    :ivar calls: API calls made.
-    :ivar http_seconds: seconds spent in them.
-    :ivar anchors: the :class:`Anchor` list to give the next read,
-        newest first.
-    """
-
-    __slots__ = ('nodes', 'mark', 'calls', 'http_seconds', 'anchors')
-
-    def __init__(self, nodes, mark, meter, anchors=()):
-        self.nodes = nodes
-        self.mark = mark
-        self.calls = meter.calls
-        self.http_seconds = meter.http_seconds
-        self.anchors = tuple(anchors)
-
-
-def _next_anchors(anchors, candidates, limit):
-    """The anchors to keep: a newer quiet node first, when there is one.
-
-    :param anchors: the anchors that worked, newest first.
-    :param candidates: :class:`Anchor` of nodes just read.
-    :param limit: only a node updated before this (the new watermark
-        minus the overlap) may be an anchor: every change after it is
-        read again by the next read.
-    :returns: a tuple of at most :data:`MAX_ANCHORS`, newest first.
-    """
-    quiet = [c for c in candidates if c.stamp is not None and
-             c.stamp < limit]
-    anchors = list(anchors)
-    if quiet:
-        best = max(quiet, key=lambda c: (c.stamp, c.uuid))
-        spacing = datetime.timedelta(seconds=ANCHOR_SPACING)
-        if not anchors or best.stamp >= anchors[0].stamp + spacing:
-            anchors.insert(0, best)
-    return tuple(anchors[:MAX_ANCHORS])
-
-
 def _http_date(value):
     """An HTTP ``Date`` header as an aware datetime, or None."""
     if not value:
@@ -419,45 +312,6 @@ def _http_date(value):
     if date.tzinfo is None:
         date = date.replace(tzinfo=datetime.timezone.utc)
     return date
-
-
-def _check_not_ahead(mark, server_date, overlap):
-    """Refuse a watermark ahead of Ironic API's own clock.
-
-    A host whose clock runs ahead stamps its changes in the future; a
-    watermark taken from them would hide, until the next full listing,
-    the changes other hosts stamp with the right time.
-
-    :param mark: the watermark (an aware datetime).
-    :param server_date: the API's ``Date`` (1 s resolution), or None.
-    :param overlap: the ``timedelta`` the feed reads again.
-    :raises ChangeFeedUnavailable: ahead by more than the overlap.
-    """
-    if server_date is None:
-        return
-    # NOTE(ironic-partition): Date has whole seconds.
-    if mark > server_date + overlap + datetime.timedelta(seconds=1):
-        raise ChangeFeedUnavailable(
-            'the newest change is stamped %s, %.0f s ahead of the clock of '
-            'the Ironic API that answered (%s), more than '
-            '[ironic_partition] change_feed_overlap (%.0f s): an Ironic '
-            'host\'s clock runs ahead; fix its time (NTP)' % (
-                mark.isoformat(), (mark - server_date).total_seconds(),
-                server_date.isoformat(), overlap.total_seconds()))
-
-
-def parse_timestamp(value):
-    """Parse one of Ironic's ISO 8601 timestamps (always UTC).
-
-    :param value: e.g. ``2026-11-23T16:32:07.843473+00:00``, or None.
-    :returns: an aware ``datetime``, or None.
-    """
-    if value is None:
-        return None
-    stamp = datetime.datetime.fromisoformat(value)
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=datetime.timezone.utc)
-    return stamp
 
 
 class IronicClient(object):
@@ -516,7 +370,18 @@ class IronicClient(object):
         if self._own_connection:
             self._connection = None
 
-    def _get(self, path, params, microversion, meter=None):
+    def get_json(self, path, params, microversion, meter=None):
+        """GET one API path through the SDK's session; its JSON body.
+
+        :param path: e.g. ``/nodes/detail`` (below ``/v1``).
+        :param params: the query.
+        :param microversion: the API microversion to ask for.
+        :param meter: a :class:`Meter` counting the call, or None.
+        :returns: the decoded body.
+        :raises IronicUnavailable: Ironic cannot be reached, failed, or
+            answered 401, 403, 404, 408 or 409.
+        :raises IronicRequestError: Ironic refused the request as invalid.
+        """
         start = time.monotonic()
         date = None
         try:
@@ -616,8 +481,8 @@ class IronicClient(object):
         """
         params, microversion = self._node_query(conductor_group, fields,
                                                 shard, filters)
-        bodies = _Prefetcher(self._page_bodies('/nodes', 'nodes', params,
-                                               microversion, meter))
+        bodies = _Prefetcher(self.page_bodies('/nodes', 'nodes', params,
+                                              microversion, meter))
         try:
             for page in bodies:
                 yield [Node.from_api(n) for n in page]
@@ -650,7 +515,7 @@ class IronicClient(object):
 
         def look_up(instance):
             query = dict(params, instance_uuid=instance)
-            body = self._get('/nodes', query, microversion, meter)
+            body = self.get_json('/nodes', query, microversion, meter)
             return [Node.from_api(n) for n in body.get('nodes') or ()]
 
         ids = sorted(instance_ids)
@@ -664,283 +529,8 @@ class IronicClient(object):
                 thread_name_prefix='ironic-partition-lookup') as pool:
             return [n for found in pool.map(look_up, ids) for n in found]
 
-    def node_changes(self, since, overlap, microversion=MIN_MICROVERSION,
-                     anchors=()):
-        """The nodes changed or created since a watermark, fleet-wide.
-
-        Two reads of ``GET /v1/nodes/detail`` run at once (``fields``
-        cannot ask for the timestamps, so the detailed view is read, for
-        the changed nodes only):
-
-        * the updated nodes: from an :class:`Anchor` (a node updated
-          before the watermark minus ``overlap``), every node updated
-          after it, oldest first. Without an anchor that works, newest
-          first by ``updated_at`` down to the watermark minus ``overlap``,
-          which also yields the first anchor. A node never updated since
-          it was created has no ``updated_at``: PostgreSQL sorts those
-          first (MySQL last) and Ironic cannot page past them; when a
-          page of them has a next one, the read starts instead from the
-          node updated longest ago (once: the anchors then move on), so
-          never-updated nodes cost nothing.
-        * the created nodes: newest first by ``created_at`` (always set),
-          down to the watermark minus ``overlap``.
-
-        The watermark is Ironic's own timestamp, never this host's clock;
-        the overlap covers transactions that committed out of order and
-        clock differences between Ironic's hosts.
-
-        :param since: the watermark (a datetime).
-        :param overlap: a ``timedelta`` read again before the watermark.
-        :param microversion: the API microversion (``shard`` needs 1.82).
-        :param anchors: the :attr:`Changes.anchors` of the previous read.
-        :returns: :class:`Changes`, one record per node (its latest
-            state).
-        :raises ChangeFeedUnavailable: the feed cannot prove it is
-            complete; list in full instead.
-        :raises IronicUnavailable: Ironic cannot be reached or failed.
-        :raises IronicRequestError: Ironic refused the query.
-        """
-        meter = Meter()
-        # NOTE(ironic-partition): the two reads run at once: a refresh
-        # waits for Ironic once, not twice.
-        (updated, newest_u, anchors, candidates), (created, newest_c, _b) = \
-            _run_both(
-                lambda: self._updated_pass(since, overlap, microversion,
-                                           meter, anchors),
-                lambda: self._feed_pass('created_at', since, overlap,
-                                        microversion, meter))
-        seen = dict(created)
-        for uuid, (stamp, node) in updated.items():
-            # One record per node: the later state of the two reads.
-            if uuid not in seen or _later(stamp, seen[uuid][0]):
-                seen[uuid] = (stamp, node)
-        # NOTE(ironic-partition): one watermark for both reads, the
-        # newest stamp of either kind: the overlap already covers clock
-        # differences between Ironic's hosts, and a created_at watermark
-        # alone would not move while nothing is created, reading the last
-        # batch of enrolled nodes at every refresh.
-        mark = max(newest_u, newest_c)
-        if mark > since:
-            # NOTE(ironic-partition): only a stamp read now; the previous
-            # watermark was checked when it was read.
-            _check_not_ahead(mark, meter.server_date, overlap)
-        candidates = list(candidates) + [
-            Anchor(uuid, stamp) for uuid, (stamp, _n) in updated.items()]
-        return Changes([node for _stamp, node in seen.values()], mark, meter,
-                       _next_anchors(anchors, candidates, mark - overlap))
-
-    def _updated_pass(self, since, overlap, microversion, meter, anchors):
-        """Read the nodes updated since the watermark minus the overlap.
-
-        :returns: ``({uuid: (updated_at, Node)}, newest stamp, the anchors
-            that still work, other anchor candidates)``.
-        :raises ChangeFeedUnavailable: no way to read them completely.
-        """
-        for index, anchor in enumerate(anchors):
-            try:
-                found, newest = self._read_on_from(anchor, since,
-                                                   microversion, meter)
-            except ChangeFeedUnavailable as e:
-                # NOTE(ironic-partition): an older anchor, or the reads
-                # below, still work.
-                LOG.debug('Change feed: %s', e)
-                continue
-            return found, newest, anchors[index:], ()
-        try:
-            found, newest, below = self._feed_pass(
-                'updated_at', since, overlap, microversion, meter)
-        except _UntimedPage:
-            oldest = self._oldest_updated(microversion, meter)
-            if oldest is None:
-                # NOTE(ironic-partition): the first node either way has no
-                # updated_at: whichever end the database sorts those at,
-                # no node was ever updated.
-                return {}, since, (), ()
-            anchor, body = oldest
-            found, newest = self._read_on_from(anchor, since, microversion,
-                                               meter)
-            found[anchor.uuid] = (anchor.stamp, Node.from_api(body))
-            newest = max(newest, anchor.stamp)
-            return found, newest, (), (anchor,)
-        return found, newest, (), (below,) if below else ()
-
-    def _read_on_from(self, anchor, since, microversion, meter):
-        """Read every node updated after an anchor, oldest first.
-
-        :returns: ``({uuid: (updated_at, Node)}, newest stamp)``.
-        :raises ChangeFeedUnavailable: the anchor, or a node the pages
-            went on from, was deleted or changed during the read (Ironic
-            would then have skipped nodes).
-        """
-        found = {}
-        newest = since
-        markers = [anchor]
-        params = {'sort_key': 'updated_at', 'sort_dir': 'asc',
-                  'limit': self.page_size, 'marker': anchor.uuid}
-        try:
-            for page, more in self._page_bodies('/nodes/detail', 'nodes',
-                                                params, microversion, meter,
-                                                with_next=True):
-                for body in page:
-                    stamp = parse_timestamp(body.get('updated_at'))
-                    if stamp is None:
-                        continue
-                    if stamp > newest:
-                        newest = stamp
-                    found[body['uuid']] = (stamp, Node.from_api(body))
-                if more and page:
-                    markers.append(Anchor(
-                        page[-1]['uuid'],
-                        parse_timestamp(page[-1].get('updated_at'))))
-        except exception.IronicUnavailable as e:
-            if not _not_found(e):
-                raise
-            raise ChangeFeedUnavailable(
-                'node %s, which the change feed reads on from, was deleted'
-                % anchor.uuid)
-        for marker in markers:
-            # NOTE(ironic-partition): Ironic reads the marker's row when it
-            # answers: one updated in between moved on, and the nodes
-            # updated in between were skipped.
-            if self._updated_at(marker.uuid, microversion,
-                                meter) != marker.stamp:
-                raise ChangeFeedUnavailable(
-                    'node %s, which the change feed read on from, changed '
-                    'or was deleted during the read' % marker.uuid)
-        return found, newest
-
-    def _updated_at(self, uuid, microversion, meter):
-        """A node's ``updated_at`` now, or None once it is deleted."""
-        try:
-            body = self._get('/nodes/%s' % uuid, {}, microversion, meter)
-        except exception.IronicUnavailable as e:
-            if _not_found(e):
-                return None
-            raise
-        return parse_timestamp(body.get('updated_at'))
-
-    def _oldest_updated(self, microversion, meter):
-        """The node updated longest ago, as an anchor, with its record.
-
-        :returns: ``(Anchor, its JSON)``, or None when the first node has
-            no ``updated_at``: PostgreSQL sorts those last here, so no
-            node has one. (MySQL sorts them first here, but last newest
-            first: the newest-first read meets one first only when no
-            node has one either.)
-        """
-        params = {'sort_key': 'updated_at', 'sort_dir': 'asc', 'limit': 1}
-        page = self._get('/nodes/detail', params, microversion,
-                         meter).get('nodes') or ()
-        if not page:
-            return None
-        stamp = parse_timestamp(page[0].get('updated_at'))
-        if stamp is None:
-            return None
-        return Anchor(page[0]['uuid'], stamp), page[0]
-
-    def _feed_pass(self, key, since, overlap, microversion, meter):
-        """One newest-first read of the change feed, by ``key``.
-
-        :returns: ``({uuid: (updated_at, Node)}, newest stamp seen, the
-            first node stamped before the watermark minus the overlap as
-            an :class:`Anchor`, or None)``.
-        :raises ChangeFeedUnavailable: a page ends on a node without
-            ``key`` and has a next one.
-        """
-        found = {}
-        newest = since
-        stop = since - overlap
-        params = {'sort_key': key, 'sort_dir': 'desc',
-                  'limit': self.page_size}
-        timed = False
-        for page, more in self._page_bodies('/nodes/detail', 'nodes',
-                                            params, microversion, meter,
-                                            with_next=True):
-            for body in page:
-                stamp = parse_timestamp(body.get(key))
-                if stamp is None and timed:
-                    # NOTE(ironic-partition): the database sorts the nodes
-                    # without one last (MySQL): every stamped node was
-                    # read, and these are older than any change.
-                    return found, newest, None
-                timed = timed or stamp is not None
-                if stamp is not None and stamp < stop:
-                    below = parse_timestamp(body.get('updated_at'))
-                    return found, newest, (
-                        Anchor(body['uuid'], below) if below else None)
-                if stamp is not None and stamp > newest:
-                    newest = stamp
-                if body['uuid'] not in found:
-                    found[body['uuid']] = (
-                        parse_timestamp(body.get('updated_at')),
-                        Node.from_api(body))
-            if more and page and page[-1].get(key) is None:
-                # NOTE(ironic-partition): the next page's marker would have
-                # no timestamp, and Ironic's keyset pagination then skips
-                # newer nodes. Ironic says there is a next page by its
-                # "next" link; the page's length says nothing when its
-                # [api] max_limit is below our page size.
-                raise _UntimedPage(
-                    'a page of nodes ends with one without %s' % key)
-        return found, newest, None
-
-    def newest_stamp(self, microversion=MIN_MICROVERSION, overlap=None):
-        """Ironic's newest ``updated_at`` or ``created_at``: a watermark.
-
-        Read before a full listing: what changes during the listing is
-        newer, and the next :meth:`node_changes` reads it.
-
-        :param microversion: the API microversion.
-        :param overlap: the feed's overlap (a ``timedelta``); when given,
-            a watermark ahead of the API's clock by more is refused.
-        :returns: ``(mark, meter)``: the newer of the two newest
-            timestamps (the epoch when Ironic has no node).
-        :raises ChangeFeedUnavailable: the watermark is ahead of Ironic
-            API's clock (an Ironic host's clock runs ahead).
-        :raises IronicUnavailable: Ironic cannot be reached or failed.
-        """
-        meter = Meter()
-
-        def updated():
-            try:
-                return self._newest_stamp('updated_at', microversion, meter)
-            except _UntimedPage:
-                # NOTE(ironic-partition): more never-updated nodes than a
-                # page, sorted first (PostgreSQL): the created_at stamp
-                # alone is the watermark; node_changes reads the updated
-                # nodes from an anchor, which needs none.
-                return _EPOCH
-        stamps = _run_both(
-            updated,
-            lambda: self._newest_stamp('created_at', microversion, meter))
-        # NOTE(ironic-partition): one watermark, as node_changes keeps.
-        mark = max(stamps)
-        if overlap is not None:
-            _check_not_ahead(mark, meter.server_date, overlap)
-        return mark, meter
-
-    def _newest_stamp(self, key, microversion, meter):
-        stamp = _EPOCH
-        # NOTE(ironic-partition): one node usually answers; a page only
-        # when the newest has no timestamp (PostgreSQL sorts those first).
-        # Whether more nodes follow is Ironic's "next" link: a short page
-        # may be its [api] max_limit, not the end.
-        for limit in (1, self.page_size):
-            params = {'sort_key': key, 'sort_dir': 'desc', 'limit': limit}
-            body = self._get('/nodes/detail', params, microversion, meter)
-            page = body.get('nodes') or ()
-            found = [parse_timestamp(b.get(key)) for b in page]
-            found = [f for f in found if f is not None]
-            if found:
-                return max(found)
-            if not body.get('next'):
-                return stamp
-        raise _UntimedPage(
-            'a page of %d nodes without %s, and more after it (nodes never '
-            'updated since they were enrolled)' % (len(page), key))
-
-    def _page_bodies(self, path, key, params, microversion, meter=None,
-                     with_next=False):
+    def page_bodies(self, path, key, params, microversion, meter=None,
+                    with_next=False):
         """Yield the items of each page of a paginated Ironic list.
 
         :param path: the collection's path, e.g. ``/nodes``.
@@ -956,7 +546,7 @@ class IronicClient(object):
         """
         params = dict(params)
         while True:
-            body = self._get(path, params, microversion, meter)
+            body = self.get_json(path, params, microversion, meter)
             page = body.get(key)
             if page is None:
                 raise exception.IronicUnavailable(
@@ -970,8 +560,8 @@ class IronicClient(object):
             params['marker'] = marker
 
     def _pages(self, path, key, params, microversion, meter=None):
-        for page in self._page_bodies(path, key, params, microversion,
-                                      meter):
+        for page in self.page_bodies(path, key, params, microversion,
+                                     meter):
             yield from page
 
     @staticmethod

@@ -25,7 +25,7 @@ moved in. The watermark is the newest of Ironic's own ``updated_at`` and
 read on from an *anchor*, a node updated before it, so that nodes never
 updated since they were enrolled (which PostgreSQL sorts first, and
 Ironic cannot page past) never force a full listing (see
-:meth:`~ironic_partition.baremetal.IronicClient.node_changes`).
+:meth:`~ironic_partition.change_feed.ChangeFeed.node_changes`).
 
 Ironic keeps no trace of a deleted node, so deletions are found by the
 full listing that runs every ``[ironic_partition] full_resync_interval``
@@ -43,6 +43,7 @@ import time
 from oslo_log import log as logging
 
 from ironic_partition import baremetal
+from ironic_partition import change_feed
 
 LOG = logging.getLogger(__name__)
 
@@ -68,6 +69,8 @@ class NodeIndex(object):
     def __init__(self, client, resync_interval, overlap,
                  clock=time.monotonic):
         self.client = client
+        #: The :class:`~ironic_partition.change_feed.ChangeFeed` read.
+        self.feed = change_feed.ChangeFeed(client)
         self.resync_interval = resync_interval
         self.overlap = datetime.timedelta(seconds=overlap)
         self._clock = clock
@@ -125,7 +128,7 @@ class NodeIndex(object):
         if reason is None:
             try:
                 update = self._apply_changes(key)
-            except baremetal.ChangeFeedUnavailable as e:
+            except change_feed.ChangeFeedUnavailable as e:
                 self._feed_unusable(e)
                 reason = 'the change feed is incomplete (%s)' % e
             else:
@@ -148,7 +151,7 @@ class NodeIndex(object):
             return self.feed_problem or 'no change feed watermark'
         try:
             self._apply_changes(self._key)
-        except baremetal.ChangeFeedUnavailable as e:
+        except change_feed.ChangeFeedUnavailable as e:
             self._feed_unusable(e)
             self.invalidate()
             return self.feed_problem
@@ -178,12 +181,12 @@ class NodeIndex(object):
         # next change feed reads it.
         with futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix='ironic-partition') as pool:
-            stamps = pool.submit(self.client.newest_stamp, mv,
+            stamps = pool.submit(self.feed.newest_stamp, mv,
                                  self.overlap)
             meter = self._list_pages(conductor_group, shard)
             try:
                 mark, head = stamps.result()
-            except baremetal.ChangeFeedUnavailable as e:
+            except change_feed.ChangeFeedUnavailable as e:
                 self._feed_unusable(e)
                 mark = None
                 head = baremetal.Meter()
@@ -244,7 +247,7 @@ class NodeIndex(object):
             return False
         if self._shard_ignores_case:
             return True
-        raise baremetal.ChangeFeedUnavailable(
+        raise change_feed.ChangeFeedUnavailable(
             'node %s has shard %r: whether Ironic lists it under shard %r '
             'depends on its database (MySQL ignores case, PostgreSQL does '
             'not); use lower-case shard names' % (node.id, node.shard,
@@ -252,7 +255,7 @@ class NodeIndex(object):
 
     def _apply_changes(self, key):
         conductor_group, shard = key
-        changes = self.client.node_changes(
+        changes = self.feed.node_changes(
             self._mark, self.overlap,
             microversion=self._microversion(shard), anchors=self._anchors)
         group = conductor_group.lower() if conductor_group is not None \

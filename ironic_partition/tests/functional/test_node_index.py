@@ -146,7 +146,7 @@ class _NodeIndexTest(test_cli.SharedIronic):
             self.addCleanup(bm.delete_node, node.id, ignore_missing=True)
         self.assertEqual(
             [None] * 12,
-            [self.client._get('/nodes/%s' % u, {}, None).get('updated_at')
+            [self.client.get_json('/nodes/%s' % u, {}, None).get('updated_at')
              for u in created])
         index = node_index.NodeIndex(self.client, resync_interval=10 ** 6,
                                      overlap=1)

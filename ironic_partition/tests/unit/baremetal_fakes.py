@@ -14,7 +14,7 @@
 
 """What the fake Ironic clients of the unit tests share."""
 
-from ironic_partition import baremetal
+from ironic_partition import change_feed
 
 
 class FullListingMixin(object):
@@ -25,8 +25,11 @@ class FullListingMixin(object):
     refresh, as before the change feed existed.
     """
 
-    def newest_stamp(self, microversion=None, overlap=None):
-        raise baremetal.ChangeFeedUnavailable('no change feed in this fake')
+    page_size = 1000
+
+    def get_json(self, path, params, microversion=None, meter=None):
+        # Only the change feed reads the API directly.
+        raise change_feed.ChangeFeedUnavailable('no change feed in this fake')
 
     def node_pages(self, conductor_group=None, fields=None, shard=None,
                    meter=None):

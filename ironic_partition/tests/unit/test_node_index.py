@@ -32,6 +32,7 @@ import fixtures
 import requests
 
 from ironic_partition import baremetal
+from ironic_partition import change_feed
 from ironic_partition import exception
 from ironic_partition import node_index
 from ironic_partition import partitioner
@@ -171,10 +172,14 @@ def _client(fake, page_size=5):
                                   page_size=page_size)
 
 
+def _feed(fake, page_size=5):
+    return change_feed.ChangeFeed(_client(fake, page_size))
+
+
 class TestNodeChanges(base.TestCase):
 
     def _changes(self, fake, since, overlap=2, page_size=5):
-        return _client(fake, page_size).node_changes(
+        return _feed(fake, page_size).node_changes(
             since, datetime.timedelta(seconds=overlap))
 
     def test_reads_only_what_changed_since_the_watermark(self):
@@ -263,7 +268,7 @@ class TestNodeChanges(base.TestCase):
         fake.tick(100)
         fake.update(fresh, maintenance=False)
         del fake.calls[:]
-        changes = _client(fake).node_changes(
+        changes = _feed(fake).node_changes(
             changes.mark, datetime.timedelta(seconds=2),
             anchors=changes.anchors)
         self.assertEqual([fresh], [n.id for n in changes.nodes])
@@ -277,23 +282,21 @@ class TestNodeChanges(base.TestCase):
         for _ in range(6):
             fake.create(stamp=False)
         fake.tick(100)
-        anchors = (baremetal.Anchor(nodes[2], fake.rows[nodes[2]]
-                                    ['updated_at']),
-                   baremetal.Anchor(nodes[0], fake.rows[nodes[0]]
-                                    ['updated_at']))
+        anchors = tuple(change_feed.Anchor(u, fake.rows[u]['updated_at'])
+                        for u in (nodes[2], nodes[0]))
         since = fake.now
         # The newest anchor changes again: Ironic would read on from its
         # new stamp and skip nodes[1]'s change, made in between.
         fake.update(nodes[1], maintenance=True)
         fake.update(nodes[2], maintenance=True)
-        changes = _client(fake).node_changes(
+        changes = _feed(fake).node_changes(
             since, datetime.timedelta(seconds=2), anchors=anchors)
         self.assertEqual({nodes[1], nodes[2]},
                          {n.id for n in changes.nodes})
         self.assertEqual(nodes[0], changes.anchors[0].uuid)
         # Every anchor gone: the newest-first read, then the oldest node.
         fake.delete(nodes[0])
-        changes = _client(fake).node_changes(
+        changes = _feed(fake).node_changes(
             since, datetime.timedelta(seconds=2), anchors=changes.anchors)
         self.assertEqual({nodes[1], nodes[2]},
                          {n.id for n in changes.nodes})
@@ -301,8 +304,8 @@ class TestNodeChanges(base.TestCase):
     def test_a_page_marker_changed_during_the_read_is_caught(self):
         fake = FakeIronic('first')
         nodes = [fake.create() for _ in range(12)]
-        anchor = baremetal.Anchor(nodes[0], fake.rows[nodes[0]]
-                                  ['updated_at'])
+        anchor = change_feed.Anchor(nodes[0],
+                                    fake.rows[nodes[0]]['updated_at'])
         real = fake.get
 
         def get(path, params=None, microversion=None):
@@ -313,9 +316,9 @@ class TestNodeChanges(base.TestCase):
                 fake.update(nodes[5], maintenance=True)
             return resp
         fake.get = get
-        client = _client(fake)
-        self.assertRaises(baremetal.ChangeFeedUnavailable,
-                          client._read_on_from, anchor, T0,
+        feed = _feed(fake)
+        self.assertRaises(change_feed.ChangeFeedUnavailable,
+                          feed._read_on_from, anchor, T0,
                           None, baremetal.Meter())
 
     def test_a_watermark_ahead_of_the_api_clock_is_refused(self):
@@ -330,7 +333,7 @@ class TestNodeChanges(base.TestCase):
         self.assertEqual(1, len(self._changes(fake, since).nodes))
         fake.update(nodes[2], stamp=fake.now + datetime.timedelta(
             minutes=10), maintenance=True)
-        e = self.assertRaises(baremetal.ChangeFeedUnavailable,
+        e = self.assertRaises(change_feed.ChangeFeedUnavailable,
                               self._changes, fake, since)
         self.assertIn('ahead of the clock of the Ironic API', str(e))
         self.assertIn('change_feed_overlap (2 s)', str(e))
@@ -354,7 +357,7 @@ class TestNodeChanges(base.TestCase):
         fake.create(stamp=False)
         u = fake.create()
         fake.create(stamp=False)
-        mark, meter = _client(fake).newest_stamp()
+        mark, meter = _feed(fake).newest_stamp()
         # One watermark: the newest stamp of either kind.
         newest = max(r['created_at'] for r in fake.rows.values())
         self.assertGreater(newest, fake.rows[u]['updated_at'])
@@ -363,7 +366,7 @@ class TestNodeChanges(base.TestCase):
         # an updated_at that PostgreSQL sorts first.
         self.assertEqual(3, meter.calls)
         fake.nulls = 'last'
-        self.assertEqual(2, _client(fake).newest_stamp()[1].calls)
+        self.assertEqual(2, _feed(fake).newest_stamp()[1].calls)
 
 
 class TestNodeIndex(base.TestCase):

@@ -20,6 +20,7 @@ import fixtures
 import tooz.hashring
 
 from ironic_partition import baremetal
+from ironic_partition import change_feed
 from ironic_partition import claims as claims_mod
 from ironic_partition import exception
 from ironic_partition.membership import base as mbase
@@ -319,11 +320,11 @@ class TestSafetyCore(TestPartitioner):
         # A change feed with nothing changed: refreshes in between full
         # listings read only the feed.
         mark = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
-        p.client.newest_stamp = lambda microversion=None, overlap=None: (
+        p.index.feed.newest_stamp = lambda microversion=None, overlap=None: (
             mark, baremetal.Meter())
-        p.client.node_changes = (
+        p.index.feed.node_changes = (
             lambda since, overlap, microversion=None, anchors=():
-            baremetal.Changes([], since, baremetal.Meter()))
+            change_feed.Changes([], since, baremetal.Meter()))
         errors = {'error-%d' % i for i in range(50)}
         result = p.refresh(my_instances={'mine'} | errors)
         self.assertEqual([frozenset(errors)], looked_up)

@@ -17,6 +17,7 @@
 from unittest import mock
 
 from ironic_partition import baremetal
+from ironic_partition import change_feed
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import check
 from ironic_partition.cmd import ring
@@ -207,12 +208,12 @@ class TestCheck(CommandTestCase):
         client = REAL_CLIENT(connection=mock.Mock(baremetal=fake),
                              page_size=7)
         if between is not None:
-            real = client.node_changes
+            real = change_feed.ChangeFeed.node_changes
 
-            def changes(*args, **kwargs):
+            def changes(feed, *args, **kwargs):
                 between()
-                return real(*args, **kwargs)
-            client.node_changes = changes
+                return real(feed, *args, **kwargs)
+            self.patch(change_feed.ChangeFeed, 'node_changes', changes)
         report = check._Report()
         settings = check._lenient_settings(self.conf)
         check._check_feed(client, self.conf, settings, report)
