@@ -62,6 +62,7 @@ import time
 from oslo_log import log as logging
 
 from ironic_partition import baremetal
+from ironic_partition import claim_settings
 from ironic_partition import claims as claims_mod
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
@@ -211,7 +212,7 @@ class Partitioner(object):
         None (the default) builds one as ``[ironic_partition] claims``
         says, False turns claims off.
     :param cadence: how the consumer refreshes, a
-        :data:`~ironic_partition.claims.Cadence`; the agent's
+        :data:`~ironic_partition.claim_settings.Cadence`; the agent's
         (``refresh_interval``, no hold) by default.
     :param allow_local_database: False refuses a SQLite membership or
         claims database while ``[ironic] peer_list`` names other hosts.
@@ -228,7 +229,7 @@ class Partitioner(object):
         self._settings = ip_conf.validate(conf)
         #: How the consumer refreshes (the agent's, or nova's cadence).
         self.cadence = (cadence if cadence is not None
-                        else claims_mod.agent_cadence(conf))
+                        else claim_settings.agent_cadence(conf))
         # NOTE(ironic-partition): backends that do not derive from
         # MembershipBackend (test fakes, third parties) keep no store.
         store = getattr(membership, 'store', None)
@@ -256,7 +257,7 @@ class Partitioner(object):
         group = conf.ironic_partition
         self.rings = ring_base.from_conf(
             conf, lambda key: self._live,
-            claims=claims_mod.wanted(conf, membership.store))
+            claims=claim_settings.wanted(conf, membership.store))
         #: The nodes of the partition, kept current by the change feed.
         self.index = node_index.NodeIndex(
             client, group.full_resync_interval, group.change_feed_overlap,
@@ -297,7 +298,7 @@ class Partitioner(object):
         # by a read-only CLI run).
         store = self.store
         if store is not None and store.dialect == 'sqlite':
-            claims_mod.check_shared_database(
+            claim_settings.check_shared_database(
                 self.conf, store, self._settings.host,
                 self._allow_local_database)
 
@@ -674,7 +675,7 @@ class Partitioner(object):
         :raises MembershipError: the claims database cannot be read.
         """
         store = self.store
-        if store is None or not claims_mod.wanted(self.conf, store):
+        if store is None or not claim_settings.wanted(self.conf, store):
             return frozenset()
         role = (getattr(self.membership, 'role', None) or
                 claims_mod.DEFAULT_ROLE)

@@ -29,7 +29,7 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition import baremetal
-from ironic_partition import claims as claims_mod
+from ironic_partition import claim_settings
 from ironic_partition.cmd import _args
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
@@ -69,7 +69,7 @@ def compute_ring(conf, role, instance_hosts=None, progress=None):
             nodes = client.list_nodes(conductor_group=key,
                                       shard=settings.shard)
         membership = readonly.read_members(backend, settings)
-        claims = claims_mod.wanted(conf, backend.store)
+        claims = claim_settings.wanted(conf, backend.store)
     finally:
         readonly.close_membership(backend)
     provider = ring_base.from_conf(conf, lambda key: membership.live,

@@ -169,8 +169,8 @@ def from_conf(conf, members_fn, claims=True):
     :param members_fn: ``members_fn(partition_key)`` returning the live
         members of a partition.
     :param claims: whether ownership claims are on for this service
-        (:func:`ironic_partition.claims.wanted`); the balanced mode needs
-        them.
+        (:func:`ironic_partition.claim_settings.wanted`); the balanced
+        mode needs them.
     :returns: a :class:`RingProvider` built with ``members_fn``,
         ``partitions=2**partition_exponent`` and ``mode=ring_mode``.
     :raises: PluginLoadError naming ``[ironic_partition] ring_provider``

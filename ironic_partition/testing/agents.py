@@ -57,7 +57,8 @@ class Timings(collections.namedtuple(
     """The agents' timing options, in seconds.
 
     ``fencing_margin`` None means the automatic value (a tenth of the
-    lease), as :func:`ironic_partition.claims.get_settings` computes it.
+    lease), as :func:`ironic_partition.claim_settings.get_settings`
+    computes it.
     """
 
     __slots__ = ()

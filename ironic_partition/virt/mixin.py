@@ -40,7 +40,7 @@ import threading
 from oslo_log import log as logging
 
 from ironic_partition import baremetal
-from ironic_partition import claims
+from ironic_partition import claim_settings
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
@@ -72,10 +72,11 @@ class PartitionMixin(object):
         """How this driver's consumer refreshes and acts on a result.
 
         :param conf: the service's ``ConfigOpts``.
-        :returns: a :data:`~ironic_partition.claims.Cadence`; the agent's
-            (every ``refresh_interval``, told of a fence at once) here.
+        :returns: a :data:`~ironic_partition.claim_settings.Cadence`; the
+            agent's (every ``refresh_interval``, told of a fence at once)
+            here.
         """
-        return claims.agent_cadence(conf)
+        return claim_settings.agent_cadence(conf)
 
     def partition_setup(self, conf, client=None, membership=None,
                         version=None, takeover=False):

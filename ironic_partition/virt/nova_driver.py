@@ -81,7 +81,7 @@ from nova.virt.ironic import driver as ironic_driver
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
-from ironic_partition import claims
+from ironic_partition import claim_settings
 from ironic_partition import exception
 from ironic_partition.virt import mixin
 
@@ -130,7 +130,7 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         run, so a fence must come that long before the lease runs out.
 
         :param conf: nova's ``ConfigOpts``.
-        :returns: a :data:`~ironic_partition.claims.Cadence`.
+        :returns: a :data:`~ironic_partition.claim_settings.Cadence`.
         """
         interval = getattr(conf, 'update_resources_interval', 0) or 0
         if interval <= 0:
@@ -138,8 +138,8 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             # spacing, 60 s; a negative value disables the task, and then
             # nothing refreshes at all: keep the default's arithmetic.
             interval = DEFAULT_PERIODIC_SPACING
-        return claims.Cadence(interval, interval,
-                              '[DEFAULT] update_resources_interval')
+        return claim_settings.Cadence(interval, interval,
+                                      '[DEFAULT] update_resources_interval')
 
     def init_host(self, host):
         """Join the membership instead of building nova's tooz ring.
@@ -258,7 +258,7 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             self.servicegroup_api.service_is_up(svc)})
         if not others:
             return None
-        return claims.local_database_error(
+        return claim_settings.local_database_error(
             store,
             _('neither [ironic] conductor_group nor shard is set and other '
               'nova-compute services with Ironic nodes are up (%s): the '

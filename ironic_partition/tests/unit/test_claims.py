@@ -30,6 +30,7 @@ import fixtures
 from oslo_db import exception as db_exc
 
 from ironic_partition import baremetal
+from ironic_partition import claim_settings
 from ironic_partition import claims
 from ironic_partition.db import api as db_api
 from ironic_partition.db import claims as claims_db
@@ -192,6 +193,15 @@ class FakeClaimsDB(object):
         return row['owner'] if row and self._valid(row) else None
 
 
+#: nova's cadence: a 60 s resource tracker that holds its last result.
+NOVA_CADENCE = claim_settings.Cadence(60, 60,
+                                      '[DEFAULT] update_resources_interval')
+
+
+def _settings(conf, cadence=None):
+    return claim_settings.get_settings(conf, cadence)
+
+
 def _ids(n, start=0):
     return [str(uuid.UUID(int=i + 1)) for i in range(start, start + n)]
 
@@ -221,21 +231,21 @@ class TestSettings(base.TestCase):
 
     def test_automatic_values(self):
         # Defaults: refresh 30 s, service_down_time 60 s.
-        settings = claims.get_settings(self.conf)
+        settings = claim_settings.get_settings(self.conf)
         self.assertEqual(('auto', 60.0, 6.0, 18.0), tuple(settings))
         self.config(group='ironic_partition', refresh_interval=10,
                     service_down_time=60)
-        self.assertEqual(60.0, claims.get_settings(self.conf).lease_time)
+        self.assertEqual(60.0, _settings(self.conf).lease_time)
         self.config(group='ironic_partition', lease_time=50,
                     fencing_margin=3.5)
         self.assertEqual((50.0, 3.5),
-                         claims.get_settings(self.conf)[1:3])
+                         claim_settings.get_settings(self.conf)[1:3])
 
     def test_lease_must_outlive_two_refreshes(self):
         self.config(group='ironic_partition', refresh_interval=60,
                     lease_time=100)
         e = self.assertRaises(exception.ConfigurationError,
-                              claims.get_settings, self.conf)
+                              claim_settings.get_settings, self.conf)
         self.assertIn('[ironic_partition] lease_time', str(e))
         self.assertIn('refresh_interval (60)', str(e))
         self.assertIn('at least 120', str(e))
@@ -244,7 +254,7 @@ class TestSettings(base.TestCase):
         self.config(group='ironic_partition', refresh_interval=60,
                     lease_time=120, fencing_margin=119.5)
         e = self.assertRaises(exception.ConfigurationError,
-                              claims.get_settings, self.conf)
+                              claim_settings.get_settings, self.conf)
         self.assertIn('[ironic_partition] fencing_margin', str(e))
         self.assertIn('lease_time (120)', str(e))
 
@@ -252,13 +262,13 @@ class TestSettings(base.TestCase):
         # The lease timer renews the claims, not the refreshes.
         self.config(group='ironic_partition', refresh_interval=60,
                     lease_time=120, fencing_margin=60)
-        self.assertEqual(20.0, claims.get_settings(self.conf).renew_interval)
+        self.assertEqual(20.0, _settings(self.conf).renew_interval)
 
     def test_nova_cadence_sets_the_automatic_values(self):
         # nova holds what a resource-tracker run reported until its next
         # run: the fence must come that long before the lease runs out.
-        cadence = claims.Cadence(60, 60, '[DEFAULT] update_resources_interval')
-        settings = claims.get_settings(self.conf, cadence)
+        cadence = NOVA_CADENCE
+        settings = claim_settings.get_settings(self.conf, cadence)
         self.assertEqual(120.0, settings.lease_time)
         self.assertEqual(72.0, settings.fencing_margin)
         self.assertEqual(16.0, settings.renew_interval)
@@ -267,35 +277,35 @@ class TestSettings(base.TestCase):
         # The guide's nova.conf sets no timing option: lease 120 s is not
         # shorter than service_down_time + the interval, by our choice.
         logger = self.useFixture(fixtures.FakeLogger())
-        cadence = claims.Cadence(60, 60, '[DEFAULT] update_resources_interval')
+        cadence = NOVA_CADENCE
         self.assertEqual(120.0,
-                         claims.get_settings(self.conf, cadence).lease_time)
+                         _settings(self.conf, cadence).lease_time)
         self.assertNotIn('is not shorter than', logger.output)
 
     def test_warning_on_a_long_lease_the_operator_set(self):
         logger = self.useFixture(fixtures.FakeLogger())
-        cadence = claims.Cadence(60, 60, '[DEFAULT] update_resources_interval')
+        cadence = NOVA_CADENCE
         self.config(group='ironic_partition', lease_time=240)
-        claims.get_settings(self.conf, cadence)
+        claim_settings.get_settings(self.conf, cadence)
         self.assertIn('lease_time (240) is not shorter than '
                       'service_down_time (60) plus [DEFAULT] '
                       'update_resources_interval (60)', logger.output)
 
     def test_lease_must_outlive_two_nova_runs(self):
-        cadence = claims.Cadence(60, 60, '[DEFAULT] update_resources_interval')
+        cadence = NOVA_CADENCE
         self.config(group='ironic_partition', lease_time=60)
         e = self.assertRaises(exception.ConfigurationError,
-                              claims.get_settings, self.conf, cadence)
+                              claim_settings.get_settings, self.conf, cadence)
         self.assertIn('[ironic_partition] lease_time', str(e))
         self.assertIn('[DEFAULT] update_resources_interval (60)', str(e))
         self.assertIn('at least 120', str(e))
 
     def test_margin_must_cover_nova_hold(self):
-        cadence = claims.Cadence(60, 60, '[DEFAULT] update_resources_interval')
+        cadence = NOVA_CADENCE
         self.config(group='ironic_partition', lease_time=180,
                     fencing_margin=18)
         e = self.assertRaises(exception.ConfigurationError,
-                              claims.get_settings, self.conf, cadence)
+                              claim_settings.get_settings, self.conf, cadence)
         self.assertIn('[ironic_partition] fencing_margin', str(e))
         self.assertIn('[DEFAULT] update_resources_interval (60)', str(e))
 
@@ -303,7 +313,7 @@ class TestSettings(base.TestCase):
         logger = self.useFixture(fixtures.FakeLogger(level='WARNING'))
         self.config(group='ironic_partition', refresh_interval=10,
                     service_down_time=30, lease_time=100)
-        claims.get_settings(self.conf)
+        claim_settings.get_settings(self.conf)
         self.assertIn('up to 110 s', logger.output)
 
     def test_lease_equal_to_down_time_plus_refresh_warns(self):
@@ -312,12 +322,12 @@ class TestSettings(base.TestCase):
         logger = self.useFixture(fixtures.FakeLogger(level='WARNING'))
         self.config(group='ironic_partition', refresh_interval=10,
                     service_down_time=10)
-        self.assertEqual(20.0, claims.get_settings(self.conf).lease_time)
+        self.assertEqual(20.0, _settings(self.conf).lease_time)
         self.assertIn('up to 30 s plus one refresh', logger.output)
 
     def test_defaults_meet_the_i2_bound_silently(self):
         logger = self.useFixture(fixtures.FakeLogger(level='WARNING'))
-        claims.get_settings(self.conf)
+        claim_settings.get_settings(self.conf)
         self.assertNotIn('lease_time', logger.output)
 
     def test_partitioner_validates_at_start(self):
@@ -342,19 +352,18 @@ class TestWanted(base.TestCase):
 
     def test_auto_follows_the_membership_backend(self):
         db = FakeClaimsDB(Clock())
-        self.assertTrue(claims.wanted(self.conf,
-                                      FakeBackend('database', db).store))
-        self.assertFalse(claims.wanted(self.conf, FakeBackend('nova').store))
-        self.assertFalse(claims.wanted(self.conf,
-                                       FakeBackend('static').store))
+        wanted = claim_settings.wanted
+        self.assertTrue(wanted(self.conf, FakeBackend('database', db).store))
+        self.assertFalse(wanted(self.conf, FakeBackend('nova').store))
+        self.assertFalse(wanted(self.conf, FakeBackend('static').store))
 
     def test_explicit_modes(self):
         self.config(group='ironic_partition', claims='database')
-        self.assertTrue(claims.wanted(self.conf, None))
+        self.assertTrue(claim_settings.wanted(self.conf, None))
         self.config(group='ironic_partition', claims='off')
         db = FakeClaimsDB(Clock())
-        self.assertFalse(claims.wanted(self.conf,
-                                       FakeBackend('database', db).store))
+        self.assertFalse(claim_settings.wanted(
+            self.conf, FakeBackend('database', db).store))
 
     def test_database_backend_shares_its_connection_and_role(self):
         db = FakeClaimsDB(Clock())
@@ -1064,13 +1073,14 @@ class TestSharedDatabase(base.TestCase):
 
     def test_alone_in_peer_list_is_fine(self):
         self.config(group='ironic', peer_list=['CN1'])
-        claims.check_shared_database(self.conf, self.conn, 'cn1', False)
+        claim_settings.check_shared_database(self.conf, self.conn, 'cn1',
+                                             False)
         self.assertEqual('', self.logger.output)
 
     def test_other_peers_are_refused_naming_the_option(self):
         self.config(group='ironic', peer_list=['cn1', 'cn2', ' cn3 '])
         e = self.assertRaises(exception.ConfigurationError,
-                              claims.check_shared_database, self.conf,
+                              claim_settings.check_shared_database, self.conf,
                               self.conn, 'cn1', False)
         text = str(e)
         self.assertIn('[ironic_partition_database] connection', text)
@@ -1081,12 +1091,12 @@ class TestSharedDatabase(base.TestCase):
 
     def test_other_peers_warn_when_allowed(self):
         self.config(group='ironic', peer_list=['cn1', 'cn2'])
-        claims.check_shared_database(self.conf, self.conn, 'cn1', True)
+        claim_settings.check_shared_database(self.conf, self.conn, 'cn1', True)
         self.assertIn('peer_list names other hosts (cn2)', self.logger.output)
 
     def test_error_with_an_alternative(self):
-        e = claims.local_database_error(self.conn, 'why', 'every compute',
-                                        'do something else')
+        e = claim_settings.local_database_error(
+            self.conn, 'why', 'every compute', 'do something else')
         self.assertIn('while why. Set [ironic_partition_database] '
                       'connection', str(e))
         self.assertIn('that every compute shares', str(e))

@@ -21,7 +21,7 @@ import tooz.hashring
 
 from ironic_partition import baremetal
 from ironic_partition import change_feed
-from ironic_partition import claims as claims_mod
+from ironic_partition import claim_settings
 from ironic_partition import exception
 from ironic_partition.membership import base as mbase
 from ironic_partition import partitioner
@@ -163,7 +163,7 @@ class TestPartitioner(base.TestCase):
         self.config(group='ironic', partition_key='rack1',
                     peer_list=['cn1'])
         client = FakeClient(_nodes(5))
-        cadence = claims_mod.Cadence(
+        cadence = claim_settings.Cadence(
             60, 60, '[DEFAULT] update_resources_interval')
         p = partitioner.Partitioner(self.conf, client,
                                     FakeMembership(['cn1']),

@@ -21,13 +21,14 @@ from oslo_config import cfg
 from oslotest import base
 import sqlalchemy.engine
 
-from ironic_partition import claims
+from ironic_partition import claim_settings
 from ironic_partition import conf as ip_conf
 
 GUIDE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..',
                      'doc', 'source', 'install', 'nova-compute.conf')
 
-NOVA_CADENCE = claims.Cadence(60, 60, '[DEFAULT] update_resources_interval')
+NOVA_CADENCE = claim_settings.Cadence(
+    60, 60, '[DEFAULT] update_resources_interval')
 
 
 class TestInstallGuide(base.BaseTestCase):
@@ -49,14 +50,14 @@ class TestInstallGuide(base.BaseTestCase):
 
     def test_claims_database_is_shared_not_sqlite(self):
         # A SQLite file is refused at start while peer_list names other
-        # hosts (claims.check_shared_database): the guide must not rely
+        # hosts (claim_settings.check_shared_database): the guide must not rely
         # on the default.
         url = sqlalchemy.engine.make_url(
             self.conf.ironic_partition_database.connection)
         self.assertIn(url.get_backend_name(), ('mysql', 'postgresql'))
 
     def test_claim_timings_start_without_error_or_warning(self):
-        settings = claims.get_settings(self.conf, NOVA_CADENCE)
+        settings = claim_settings.get_settings(self.conf, NOVA_CADENCE)
         self.assertEqual((120.0, 72.0), (settings.lease_time,
                                          settings.fencing_margin))
         self.assertNotIn('lease_time', self.logger.output)

@@ -1,0 +1,248 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The ownership claims' settings: when claims are on, and their timing.
+
+Read and checked from ``[ironic_partition]`` against the consumer's
+cadence (how often it refreshes, and how long it may act on a result
+after a fence), before any :class:`~ironic_partition.claims.ClaimManager`
+is built; see :mod:`ironic_partition.claims` for what the claims do and
+``doc/source/admin/safety.rst`` for the timing argument.
+"""
+
+import collections
+import math
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from ironic_partition._i18n import _
+from ironic_partition.conf import database as database_conf
+from ironic_partition.conf import partition as partition_conf
+from ironic_partition import exception
+
+LOG = logging.getLogger(__name__)
+
+#: The values of ``[ironic_partition] claims``.
+MODE_AUTO = 'auto'
+MODE_DATABASE = 'database'
+MODE_OFF = 'off'
+
+#: The fewest seconds between the lease timer's renewals.
+MIN_RENEW_INTERVAL = 0.2
+
+#: The claim options, validated, with the automatic values resolved.
+#:
+#: ``mode`` is the ``claims`` option; ``lease_time``, ``fencing_margin``
+#: and ``renew_interval`` (how often the lease timer renews) are seconds
+#: (floats).
+ClaimSettings = collections.namedtuple(
+    'ClaimSettings', ['mode', 'lease_time', 'fencing_margin',
+                      'renew_interval'])
+
+#: How the consumer of a partition refreshes and acts on it.
+#:
+#: ``interval`` is the seconds between two refreshes (the agent's
+#: ``refresh_interval``; nova's ``update_resources_interval``), and
+#: ``hold`` how long the consumer may go on acting on a result after this
+#: service fenced itself: 0 for a consumer told at once (the agent
+#: rewrites its report), one interval for nova, which holds what its last
+#: resource-tracker run reported until its next run.
+#: ``interval_option`` names the option that sets ``interval``, for
+#: error messages.
+Cadence = collections.namedtuple('Cadence',
+                                 ['interval', 'hold', 'interval_option'])
+
+
+def agent_cadence(conf):
+    """The cadence of a consumer refreshing every ``refresh_interval``.
+
+    :param conf: a ``ConfigOpts`` with ``[ironic_partition]`` registered.
+    :returns: a :data:`Cadence` with no hold.
+    """
+    return Cadence(conf[partition_conf.GROUP].refresh_interval, 0,
+                   '[ironic_partition] refresh_interval')
+
+
+def config_error(option, value, reason):
+    """A ``ConfigurationError`` naming an ``[ironic_partition]`` option."""
+    return exception.ConfigurationError(
+        group=partition_conf.GROUP, option=option, value=value,
+        reason=reason)
+
+
+#: The options whose choice by an operator makes a long lease worth a
+#: warning.
+_TIMING_OPTIONS = ('lease_time', 'fencing_margin', 'service_down_time',
+                   'refresh_interval')
+
+
+def _timing_chosen(conf):
+    defaults = (cfg.Locations.opt_default, cfg.Locations.set_default)
+    for name in _TIMING_OPTIONS:
+        # NOTE(ironic-partition): None before the configuration is parsed.
+        where = conf.get_location(name, partition_conf.GROUP)
+        if where is not None and where.location not in defaults:
+            return True
+    return False
+
+
+def get_settings(conf, cadence=None):
+    """Read and validate the claim options against the consumer's cadence.
+
+    Claims are renewed by a timer of their own, so a refresh slower than
+    the lease never lets them lapse. What the lease must cover is the
+    consumer: it refreshes every ``cadence.interval`` seconds, and may go
+    on acting on a result for ``cadence.hold`` seconds after this service
+    fenced itself. Unset, ``fencing_margin`` is ``hold`` plus a tenth of
+    the lease, and ``lease_time`` the largest of ``service_down_time``,
+    two intervals, and what leaves the timer room to renew three times
+    before the fence.
+
+    :param conf: a ``ConfigOpts`` with ``[ironic_partition]`` registered.
+    :param cadence: the consumer's :data:`Cadence`; by default the
+        agent's (:func:`agent_cadence`).
+    :returns: a :data:`ClaimSettings`.
+    :raises ConfigurationError: when ``lease_time`` is shorter than two
+        refresh intervals of the consumer, or ``fencing_margin`` is shorter
+        than the consumer's hold or leaves the timer no time to renew; the
+        message names the options.
+    """
+    group = conf[partition_conf.GROUP]
+    if cadence is None:
+        cadence = agent_cadence(conf)
+    interval, hold = cadence.interval, cadence.hold
+    lease = group.lease_time
+    margin = group.fencing_margin
+    if lease is None:
+        floor = (hold + 3.0) / 0.9 if margin is None else margin + 3.0
+        lease = max(group.service_down_time, 2 * interval,
+                    int(math.ceil(floor)))
+    elif lease < 2 * interval:
+        raise config_error(
+            'lease_time', lease,
+            _('it must be at least twice %(option)s (%(interval)s), i.e. '
+              'at least %(min)s: a lease shorter than two refreshes of the '
+              'consumer leaves no time to hand a node over before it is '
+              'reported elsewhere')
+            % {'option': cadence.interval_option, 'interval': interval,
+               'min': 2 * interval})
+    if margin is None:
+        margin = hold + lease / 10.0
+    elif margin < hold:
+        raise config_error(
+            'fencing_margin', margin,
+            _('it must be at least %(option)s (%(hold)s): the consumer '
+              'goes on reporting what its last refresh found until its '
+              'next refresh, so a service must fence itself at least that '
+              'long before its lease runs out')
+            % {'option': cadence.interval_option, 'hold': hold})
+    if lease - margin < 3 * MIN_RENEW_INTERVAL:
+        raise config_error(
+            'fencing_margin', margin,
+            _('it must be smaller than [ironic_partition] lease_time '
+              '(%(lease)s) minus %(min)s s, or the lease timer would have '
+              'no time to renew the claims before the fence')
+            % {'lease': lease, 'min': 3 * MIN_RENEW_INTERVAL})
+    renew = max(MIN_RENEW_INTERVAL, (lease - margin) / 3.0)
+    # NOTE(ironic-partition): only timings the operator chose are worth a
+    # warning; on our defaults (a 120 s lease inside nova) the takeover
+    # time is ours, and documented (admin/nova-compute).
+    if (_timing_chosen(conf) and
+            lease >= group.service_down_time + interval):
+        LOG.warning('[ironic_partition] lease_time (%(lease)s) is not '
+                    'shorter than service_down_time (%(down)s) plus '
+                    '%(option)s (%(interval)s): the nodes of a dead service '
+                    'are reported again only after up to %(bound)s s plus '
+                    'one refresh',
+                    {'lease': lease, 'down': group.service_down_time,
+                     'option': cadence.interval_option,
+                     'interval': interval, 'bound': lease + interval})
+    return ClaimSettings(group.claims, float(lease), float(margin),
+                         float(renew))
+
+
+def wanted(conf, store):
+    """Tell whether claims are on for this configuration and store.
+
+    :param conf: a ``ConfigOpts`` with ``[ironic_partition]`` registered.
+    :param store: the membership backend's :class:`~ironic_partition.db.
+        store.Store`, or None when it keeps no database.
+    :returns: True when claims are on: ``claims = database``, or
+        ``claims = auto`` with a membership backend that keeps a database
+        (the ``database`` backend).
+    """
+    mode = conf[partition_conf.GROUP].claims
+    if mode == MODE_OFF:
+        return False
+    if mode == MODE_DATABASE:
+        return True
+    return store is not None
+
+
+def local_database_error(connection, why, sharers, alternative=None):
+    """The error refusing a SQLite claims database that others need.
+
+    :param connection: the claims' :class:`~ironic_partition.db.store.
+        Store` (or its connection).
+    :param why: what makes a local database unsafe here (a clause).
+    :param sharers: who must share the database instead (a noun phrase).
+    :param alternative: another way out, or None.
+    :returns: a ``ConfigurationError`` naming ``[ironic_partition_database]
+        connection``.
+    """
+    reason = _('it is a SQLite database, which only this host can reach, '
+               'while %(why)s. Set [ironic_partition_database] connection '
+               'to a MySQL/MariaDB or PostgreSQL database that %(who)s '
+               'shares (and run "ironic-partition-dbsync upgrade" once)'
+               ) % {'why': why, 'who': sharers}
+    if alternative:
+        reason = _('%(reason)s, or %(alternative)s') % {
+            'reason': reason, 'alternative': alternative}
+    return exception.ConfigurationError(
+        group=database_conf.GROUP, option='connection',
+        value=connection.masked_connection, reason=reason)
+
+
+def check_shared_database(conf, connection, host, allow_local):
+    """Refuse, or warn about, a SQLite database shared by several hosts.
+
+    :param conf: a ``ConfigOpts`` with ``[ironic]`` registered.
+    :param connection: the claims' :class:`~ironic_partition.db.store.
+        Store` (or its connection), on SQLite.
+    :param host: this service's host name.
+    :param allow_local: False raises instead of warning.
+    :raises ConfigurationError: naming ``[ironic_partition_database]
+        connection`` and the peers, when not allowed.
+    :returns: None
+    """
+    peers = [p.strip().lower() for p in conf.ironic.peer_list or ()
+             if p.strip()]
+    others = sorted(set(peers) - {host.lower()})
+    if not others:
+        return
+    if not allow_local:
+        raise local_database_error(
+            connection,
+            _('[ironic] peer_list names other hosts (%s): each service '
+              'would see only itself alive and report every node of the '
+              'group') % ', '.join(others),
+            _('every service in peer_list'))
+    LOG.warning('Ownership claims are kept in the SQLite database %(db)s '
+                'while [ironic] peer_list names other hosts (%(others)s): '
+                'claims protect nothing across hosts unless every service '
+                'shares that file or a server database in '
+                '[ironic_partition_database] connection',
+                {'db': connection.masked_connection,
+                 'others': ', '.join(others)})
