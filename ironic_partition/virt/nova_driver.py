@@ -69,6 +69,7 @@ What changes against nova's driver:
 Everything else (spawn, destroy, power, consoles...) is nova's.
 """
 
+import datetime
 import os
 import signal
 import time
@@ -79,6 +80,7 @@ from nova import exception as nova_exception
 from nova import objects
 from nova.virt.ironic import driver as ironic_driver
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
 from ironic_partition._i18n import _
 from ironic_partition import claim_settings
@@ -237,7 +239,9 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         only itself alive and reports every node. The live Ironic computes
         are asked of nova's service group, as nova's own driver builds its
         ring (disabled services and services that never reported an Ironic
-        compute node are not counted, as in nova's ring).
+        compute node are not counted, as in nova's ring), and a compute
+        that looks down but wrote one of its compute nodes lately counts
+        as live (:meth:`_maybe_alive`).
 
         :param ctxt: an admin context.
         :returns: a ``ConfigurationError`` naming ``[ironic_partition_
@@ -254,8 +258,7 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             svc.host.lower() for svc in
             objects.ServiceList.get_all_computes_by_hv_type(
                 ctxt, HYPERVISOR_TYPE)
-            if svc.host.lower() not in me and
-            self.servicegroup_api.service_is_up(svc)})
+            if svc.host.lower() not in me and self._maybe_alive(ctxt, svc)})
         if not others:
             return None
         return claim_settings.local_database_error(
@@ -266,6 +269,32 @@ class IronicPartitionDriver(mixin.PartitionMixin,
               'alive and report every node') % ', '.join(others),
             _('every compute'),
             _('give each compute its own conductor group or shard'))
+
+    def _maybe_alive(self, ctxt, service):
+        """Whether another compute service may be running: fail closed.
+
+        nova's service group says "down" for a nova-compute that has not
+        sent its first heartbeat yet: it joins the service group only
+        after its first resource-tracker pass, which takes minutes with
+        many nodes, while its record looks as old as its creation or its
+        last run. A service that is up, or that wrote any of its compute
+        nodes within ``service_down_time`` (the first pass saves each
+        one), counts as running.
+
+        :param ctxt: an admin context.
+        :param service: a nova ``Service``.
+        :returns: a bool.
+        """
+        if self.servicegroup_api.service_is_up(service):
+            return True
+        since = timeutils.utcnow(with_timezone=True) - datetime.timedelta(
+            seconds=CONF.service_down_time)
+        nodes = objects.ComputeNodeList.get_all_by_host(ctxt, service.host)
+        for node in nodes:
+            stamp = node.updated_at or node.created_at
+            if stamp is not None and stamp >= since:
+                return True
+        return False
 
     def cleanup_host(self, host):
         """Leave the membership at once, then do nova's cleanup.
