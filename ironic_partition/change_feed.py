@@ -47,12 +47,12 @@ class _UntimedPage(ChangeFeedUnavailable):
     """A page of nodes without the timestamp sorted on, with more after."""
 
 
-#: The most anchors a change feed keeps (see :class:`Anchor`).
+#: The most anchors a change feed keeps (see :class:`Anchor`). A new one
+#: is kept only when it is at least one overlap newer than the newest
+#: kept: a read goes back one overlap anyway, and the anchors then span
+#: several overlaps of quiet, so that when the newest one changes again an
+#: older one still works.
 MAX_ANCHORS = 4
-#: Seconds a new anchor must be newer than the newest kept one: the
-#: anchors span several minutes of quiet, so that when the newest one
-#: changes again an older one is still quiet.
-ANCHOR_SPACING = 60
 
 
 class Anchor(collections.namedtuple('Anchor', ['uuid', 'stamp'])):
@@ -93,23 +93,25 @@ class Changes(object):
         self.anchors = tuple(anchors)
 
 
-def _next_anchors(anchors, candidates, limit):
+def _next_anchors(anchors, candidates, mark, overlap):
     """The anchors to keep: a newer quiet node first, when there is one.
 
     :param anchors: the anchors that worked, newest first.
     :param candidates: :class:`Anchor` of nodes just read.
-    :param limit: only a node updated before this (the new watermark
-        minus the overlap) may be an anchor: every change after it is
-        read again by the next read.
+    :param mark: the new watermark; only a node updated before it minus
+        the overlap may be an anchor, so that every change after the
+        next read's own limit is read.
+    :param overlap: the ``timedelta`` read again; also the least spacing
+        of two anchors.
     :returns: a tuple of at most :data:`MAX_ANCHORS`, newest first.
     """
+    limit = mark - overlap
     quiet = [c for c in candidates if c.stamp is not None and
              c.stamp < limit]
     anchors = list(anchors)
     if quiet:
         best = max(quiet, key=lambda c: (c.stamp, c.uuid))
-        spacing = datetime.timedelta(seconds=ANCHOR_SPACING)
-        if not anchors or best.stamp >= anchors[0].stamp + spacing:
+        if not anchors or best.stamp >= anchors[0].stamp + overlap:
             anchors.insert(0, best)
     return tuple(anchors[:MAX_ANCHORS])
 
@@ -255,7 +257,7 @@ class ChangeFeed(object):
         candidates = list(candidates) + [
             Anchor(uuid, stamp) for uuid, (stamp, _n) in updated.items()]
         return Changes([node for _stamp, node in seen.values()], mark, meter,
-                       _next_anchors(anchors, candidates, mark - overlap))
+                       _next_anchors(anchors, candidates, mark, overlap))
 
     def _updated_pass(self, since, overlap, microversion, meter, anchors):
         """Read the nodes updated since the watermark minus the overlap.

@@ -27,6 +27,7 @@ since created differently (first and last); both are run. The benchmark
 import random
 import uuid
 
+from openstack import exceptions as sdk_exc
 from oslotest import base
 
 from ironic_partition import baremetal
@@ -66,7 +67,7 @@ class _NodeIndexTest(test_cli.SharedIronic):
 
     def _change(self, rng, deleted):
         nodes = {n.id: n for n in self.conn.baremetal.nodes(
-            fields=['uuid', 'instance_uuid', 'provision_state'])}
+            fields=['uuid', 'instance_uuid', 'provision_state', 'traits'])}
         u = rng.choice(sorted(nodes))
         kind = rng.choice(['instance', 'group', 'maintenance', 'create',
                            'delete', 'traits'])
@@ -88,10 +89,10 @@ class _NodeIndexTest(test_cli.SharedIronic):
             # NOTE(ironic-partition): through the traits API, which writes
             # the node_traits table and not the node's row itself.
             trait = rng.choice(['CUSTOM_GOLD', 'CUSTOM_SILVER'])
-            if rng.random() < 0.6:
-                bm.add_node_trait(u, trait)
+            if trait in (nodes[u].traits or ()):
+                bm.remove_node_trait(u, trait)
             else:
-                bm.remove_node_trait(u, trait, ignore_missing=True)
+                bm.add_node_trait(u, trait)
         elif kind == 'create':
             bm.create_node(name='idx-%s' % uuid.uuid4().hex[:8],
                            driver='fake-hardware',
@@ -177,8 +178,13 @@ class _NodeIndexTest(test_cli.SharedIronic):
         node = sorted(index.nodes)[-1]
         trait = 'CUSTOM_FEED_%s' % uuid.uuid4().hex[:8].upper()
         bm = self.conn.baremetal
-        self.addCleanup(bm.remove_node_trait, node, trait,
-                        ignore_missing=True)
+
+        def drop_trait():
+            try:
+                bm.remove_node_trait(node, trait)
+            except sdk_exc.NotFoundException:
+                pass
+        self.addCleanup(drop_trait)
         bm.add_node_trait(node, trait)
         update = index.refresh('rack1')
         self.assertFalse(update.full, update.reason)
