@@ -25,9 +25,9 @@ resource-tracker log lines, never our own reports. See
 import logging
 import os
 import re
+import signal
 import subprocess
 import time
-import unittest
 
 from oslotest import base
 from testtools import content
@@ -256,15 +256,32 @@ class _Lane(base.BaseTestCase):
                     exist_ok=True)
         path = os.path.join(self.nova.workdir, 'refused-%s.conf' % host)
         harness_nova._write_config(path, sections)
-        out = subprocess.run(['nova-compute', '--config-file', path],
-                             capture_output=True, text=True, timeout=180,
-                             start_new_session=True)
-        self.assertNotEqual(0, out.returncode, out.stdout + out.stderr)
         log = sections['DEFAULT'].get('log_file')
-        text = out.stdout + out.stderr
-        if log and os.path.exists(log):
-            with open(log) as stream:
-                text += stream.read()
+
+        def logged():
+            if log and os.path.exists(log):
+                with open(log) as stream:
+                    return stream.read()
+            return ''
+        proc = subprocess.Popen(['nova-compute', '--config-file', path],
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+        try:
+            output, _err = proc.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            # NOTE(ironic-partition): say where it hangs: nova's Guru
+            # Meditation report (SIGUSR2) lists every thread's stack.
+            proc.send_signal(signal.SIGUSR2)
+            try:
+                output, _err = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                output, _err = proc.communicate()
+            self.fail('nova-compute %s did not exit within 180 s of a '
+                      'refused start:\n%s\n%s' % (host, output, logged()))
+        self.assertNotEqual(0, proc.returncode, output)
+        text = output + logged()
         self.addDetail('refused-' + host, content.text_content(text))
         # Nothing of it reached nova's records.
         self.assertNotIn(host, [svc['host'] for svc in
@@ -390,24 +407,28 @@ class PartitionLaneTest(_Lane):
                            'ironic-down')
 
     # NOTE(ironic-partition): nova 34's nova-compute, in its threading
-    # mode (oslo.service 4.8), stops working after SIGHUP: its main thread
-    # ends (a Guru Meditation report shows it in futurist's _clean_up
-    # join at interpreter exit), the periodic resource-tracker run waits
-    # forever on its executor's future and RPC publishes hang; the process
-    # stays alive and logs nothing more. nova's own ironic.IronicDriver
-    # does the same, so the group switch never reaches nova. Set
-    # IRONIC_PARTITION_TEST_NOVA_STRICT=1 to run it as a plain test.
-    if os.environ.get('IRONIC_PARTITION_TEST_NOVA_STRICT') != '1':
-        _sighup = unittest.expectedFailure
-    else:
-        def _sighup(func):
-            return func
+    # mode (oslo.service 4.8), stops working after SIGHUP: it runs its
+    # service in the main process (no_fork), whose SIGHUP handler raises
+    # SignalExit instead of reloading, so the main thread ends (a Guru
+    # Meditation report shows it in futurist's _clean_up join at
+    # interpreter exit); no resource-tracker run finishes again and RPC
+    # publishes hang, while the process stays alive.
+    # nova's own ironic.IronicDriver does the same, so a group switch by
+    # SIGHUP never reaches nova (a platform limit, documented in
+    # admin/nova-compute.rst). By default this test asserts that exact
+    # failure, and that our driver then stops proving it is alive (no
+    # more claim renewals: its nodes lapse instead of being held by a
+    # process that no longer serves). IRONIC_PARTITION_TEST_NOVA_STRICT=1
+    # asserts the group switch instead, for the day nova's SIGHUP works.
+    STRICT_SIGHUP = os.environ.get('IRONIC_PARTITION_TEST_NOVA_STRICT') == '1'
 
-    @_sighup
     def test_h_sighup_switch_group(self):
         self.steady()
         since = time.time()
         type(self).switched = True
+        # Whatever the outcome, the next tests get the original settings
+        # and fresh computes, as an operator restarts after such a change.
+        self.addCleanup(self._fresh_computes)
         self.nova.edit_compute_config('cn3', {'ironic': {
             'partition_key': 'rack2', 'peer_list': 'cn3'}})
         for host in ('cn1', 'cn2'):
@@ -415,12 +436,9 @@ class PartitionLaneTest(_Lane):
                 'peer_list': 'cn1,cn2'}})
         for host in HOSTS:
             self.nova.sighup_compute(host)
-        # NOTE(ironic-partition): nova 34's SIGHUP leaves nova-compute
-        # without its periodic tasks, its main thread ended (so it stops
-        # heartbeating): this test is an expected failure. Whatever its
-        # outcome, the next tests get the original settings and fresh
-        # computes, as an operator restarts after such a change.
-        self.addCleanup(self._fresh_computes)
+        if not self.STRICT_SIGHUP:
+            self._assert_sighup_ends_nova_compute(since)
+            return
 
         def switched():
             rows = self.recorder.hosts_of()
@@ -440,11 +458,35 @@ class PartitionLaneTest(_Lane):
         self.assert_no_double_hold(since=back)
         self.assert_no_damage()
 
+    def _assert_sighup_ends_nova_compute(self, since):
+        lines = []
+        for host in HOSTS:
+            # The main thread ended (SignalExit), the process lives on.
+            lines.append(self.wait_log(
+                host, 'The main thread of this process ended: no more '
+                'claim renewals for %s' % host, since,
+                self.takeover_bound()))
+            self.assertTrue(self.nova.computes[host].running(), host)
+            # NOTE(ironic-partition): what nova's periodic tasks do then
+            # varies from run to run (they stop, or every run fails with
+            # "cannot schedule new futures after interpreter shutdown"):
+            # not asserted.
+        self.addDetail('sighup', content.text_content('\n'.join(lines)))
+        self.assert_no_double_hold(since=since)
+        self.assert_no_damage()
+
     def _fresh_computes(self):
+        restarted = time.time()
         for host in HOSTS:
             self.nova.edit_compute_config(host, {'ironic': {
                 'partition_key': 'rack1', 'peer_list': ','.join(HOSTS)}})
             self.nova.restart_compute(host)
+        # NOTE(ironic-partition): nova's records can show the old split
+        # before the new processes hold the host names (each waits for
+        # its killed predecessor's heartbeat to go stale).
+        for host in HOSTS:
+            self.wait_log(host, 'Registered as host %s ' % host, restarted,
+                          self.takeover_bound() * 2)
         self.steady()
 
     def test_i_conflicting_group_options_refuse_to_start(self):
