@@ -93,11 +93,19 @@ class Changes(object):
         self.anchors = tuple(anchors)
 
 
+def _ascending(found):
+    """The anchors of nodes read, in the order they were read."""
+    return [Anchor(uuid, stamp) for uuid, (stamp, _node) in found.items()]
+
+
 def _next_anchors(anchors, candidates, mark, overlap):
     """The anchors to keep: a newer quiet node first, when there is one.
 
     :param anchors: the anchors that worked, newest first.
-    :param candidates: :class:`Anchor` of nodes just read.
+    :param candidates: :class:`Anchor` of nodes just read, in Ironic's
+        ascending ``(updated_at, id)`` order: of two nodes updated at the
+        same instant, the later one is the better anchor (Ironic reads on
+        from the marker's id too; nodes enrolled in bulk share a stamp).
     :param mark: the new watermark; only a node updated before it minus
         the overlap may be an anchor, so that every change after the
         next read's own limit is read.
@@ -110,7 +118,10 @@ def _next_anchors(anchors, candidates, mark, overlap):
              c.stamp < limit]
     anchors = list(anchors)
     if quiet:
-        best = max(quiet, key=lambda c: (c.stamp, c.uuid))
+        best = quiet[0]
+        for candidate in quiet[1:]:
+            if candidate.stamp >= best.stamp:
+                best = candidate
         if not anchors or best.stamp >= anchors[0].stamp + overlap:
             anchors.insert(0, best)
     return tuple(anchors[:MAX_ANCHORS])
@@ -254,8 +265,6 @@ class ChangeFeed(object):
             # NOTE(ironic-partition): only a stamp read now; the previous
             # watermark was checked when it was read.
             _check_not_ahead(mark, meter.server_date, overlap)
-        candidates = list(candidates) + [
-            Anchor(uuid, stamp) for uuid, (stamp, _n) in updated.items()]
         return Changes([node for _stamp, node in seen.values()], mark, meter,
                        _next_anchors(anchors, candidates, mark, overlap))
 
@@ -263,7 +272,7 @@ class ChangeFeed(object):
         """Read the nodes updated since the watermark minus the overlap.
 
         :returns: ``({uuid: (updated_at, Node)}, newest stamp, the anchors
-            that still work, other anchor candidates)``.
+            that still work, anchor candidates in ascending order)``.
         :raises ChangeFeedUnavailable: no way to read them completely.
         """
         for index, anchor in enumerate(anchors):
@@ -275,7 +284,7 @@ class ChangeFeed(object):
                 # below, still work.
                 LOG.debug('Change feed: %s', e)
                 continue
-            return found, newest, anchors[index:], ()
+            return found, newest, anchors[index:], _ascending(found)
         try:
             found, newest, below = self._feed_pass(
                 'updated_at', since, overlap, microversion, meter)
@@ -289,10 +298,14 @@ class ChangeFeed(object):
             anchor, body = oldest
             found, newest = self._read_on_from(anchor, since, microversion,
                                                meter)
+            candidates = [anchor] + _ascending(found)
             found[anchor.uuid] = (anchor.stamp, baremetal.Node.from_api(body))
             newest = max(newest, anchor.stamp)
-            return found, newest, (), (anchor,)
-        return found, newest, (), (below,) if below else ()
+            return found, newest, (), candidates
+        # NOTE(ironic-partition): read newest first: reversed, and the
+        # first node below the limit is the oldest.
+        return found, newest, (), ([below] if below else []) + list(
+            reversed(_ascending(found)))
 
     def _read_on_from(self, anchor, since, microversion, meter):
         """Read every node updated after an anchor, oldest first.

@@ -234,6 +234,36 @@ class TestNodeChanges(base.TestCase):
         # the overlap); not the batch.
         self.assertEqual({batch[0], batch[1]},
                          {n.id for n in changes.nodes})
+        # Read on from an anchor (the newest node below the watermark
+        # minus the overlap), the batch is not read again either.
+        self.assertEqual(batch[0], changes.anchors[0].uuid)
+        fake.tick(30)
+        fake.update(batch[2], maintenance=True)
+        changes = _feed(fake, page_size=50).node_changes(
+            changes.mark, datetime.timedelta(seconds=2),
+            anchors=changes.anchors)
+        self.assertEqual({batch[1], batch[2]},
+                         {n.id for n in changes.nodes})
+
+    def test_of_nodes_sharing_a_stamp_the_last_listed_is_the_anchor(self):
+        # Ironic reads on from the marker's (updated_at, id): of a batch
+        # stamped at one instant, only the last one leaves the batch out.
+        fake = FakeIronic()
+        batch = [fake.create() for _ in range(6)]
+        for u in batch:
+            fake.rows[u]['updated_at'] = T0
+        since = fake.now + datetime.timedelta(seconds=10)
+        changes = self._changes(fake, since)
+        self.assertEqual([], changes.nodes)
+        self.assertEqual((batch[-1],),
+                         tuple(a.uuid for a in changes.anchors))
+        changes = _feed(fake).node_changes(
+            since, datetime.timedelta(seconds=2), anchors=changes.anchors)
+        self.assertEqual([], changes.nodes)
+        ties = [change_feed.Anchor(u, T0) for u in batch]
+        self.assertEqual(batch[-1], change_feed._next_anchors(
+            (), ties, T0 + datetime.timedelta(seconds=5),
+            datetime.timedelta(seconds=2))[0].uuid)
 
     def test_watermark_is_ironics_clock_not_ours(self):
         fake = FakeIronic()
