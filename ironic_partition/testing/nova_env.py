@@ -26,9 +26,11 @@ import datetime
 import os
 import shutil
 import tempfile
+import uuid
 
 import fixtures
 from oslo_config import fixture as config_fixture
+import sqlalchemy
 
 from ironic_partition import conf as ip_conf
 
@@ -100,16 +102,22 @@ def add_compute(host, up=True):
         'hypervisor_type': 'ironic', 'hypervisor_version': 1,
         'vcpus': 1, 'memory_mb': 1, 'local_gb': 1, 'vcpus_used': 0,
         'memory_mb_used': 0, 'local_gb_used': 0, 'cpu_info': '{}',
-        'uuid': None})
+        'uuid': str(uuid.uuid4())})
     set_up(host, up)
     return service['id']
 
 
-def set_up(host, up):
+def set_up(host, up, nodes=True):
     """Make a compute service's heartbeat current or an hour old.
+
+    A service made down has its compute nodes last written an hour ago
+    too, as those of a nova-compute that stopped then.
 
     :param host: the service's host.
     :param up: True for now, False for an hour ago.
+    :param nodes: False leaves its compute nodes as they are (a
+        nova-compute in its first resource-tracker pass, which has not
+        heartbeaten yet but writes its compute nodes).
     :returns: None
     """
     ctxt = admin_context()
@@ -120,13 +128,27 @@ def set_up(host, up):
     if not up:
         seen -= datetime.timedelta(hours=1)
     db_api.service_update(ctxt, service['id'], {'last_seen_up': seen})
+    if not up and nodes:
+        # NOTE(ironic-partition): nova's own update stamps updated_at now.
+        engine = sqlalchemy.create_engine(_STATE['url'])
+        try:
+            with engine.begin() as conn:
+                conn.execute(sqlalchemy.text(
+                    'UPDATE compute_nodes SET created_at = :seen, '
+                    'updated_at = :seen WHERE host = :host'),
+                    {'seen': seen, 'host': host})
+        finally:
+            engine.dispose()
 
 
 def set_all_down():
-    """Make every compute service's heartbeat an hour old.
+    """Make every compute service down and disabled.
 
     nova's database is shared by the process: a test that counts the live
-    computes starts from none.
+    computes starts from none. Earlier tests' services are disabled as
+    well (nova's service group, like nova's ring, leaves those out): the
+    drivers of earlier tests may still write their compute nodes, which
+    counts as running.
 
     :returns: None
     """
@@ -134,6 +156,7 @@ def set_all_down():
     db_api = _nova()[2]
     for service in db_api.service_get_all_by_binary(ctxt, 'nova-compute'):
         set_up(service['host'], False)
+        db_api.service_update(ctxt, service['id'], {'disabled': True})
 
 
 def add_instance(instance_uuid, host):

@@ -271,6 +271,14 @@ class NovaDriverTestCase(_IronicTestCase):
         self.assertIn('[ironic_partition_database] connection', str(e))
         self.assertIn('(%s)' % host, str(e))
 
+        # Its heartbeat looks an hour old, but it wrote its compute node
+        # just now, as a nova-compute does in its first resource-tracker
+        # pass, before its first heartbeat: still running.
+        nova_env.set_up(other, False, nodes=False)
+        e = self.assertRaises(nova_exception.VirtDriverNotReady,
+                              driver.get_available_nodes)
+        self.assertIn('are up (%s)' % other, str(e))
+
         # The other one is gone: alone again, every node again.
         nova_env.set_up(other, False)
         self.assertEqual(everything, set(driver.get_available_nodes()))
