@@ -126,15 +126,25 @@ class NodeIndex(object):
         key = (conductor_group, shard)
         reason = self._full_reason(key)
         if reason is None:
-            try:
-                update = self._apply_changes(key)
-            except change_feed.ChangeFeedUnavailable as e:
-                self._feed_unusable(e)
-                reason = 'the change feed is incomplete (%s)' % e
-            else:
-                self.feed_problem = None
+            update = self._read_feed(key)
+            if update is not None:
                 return update
+            reason = 'the change feed is incomplete (%s)' % self.feed_problem
         return self._list_all(key, reason)
+
+    def _read_feed(self, key):
+        """Apply the change feed to the index.
+
+        :returns: the :data:`IndexUpdate`, or None when the feed cannot be
+            used (:attr:`feed_problem` says why).
+        """
+        try:
+            update = self._apply_changes(key)
+        except change_feed.ChangeFeedUnavailable as e:
+            self._feed_unusable(e)
+            return None
+        self.feed_problem = None
+        return update
 
     def check_feed(self):
         """Read the change feed once, as the next refresh would.
@@ -149,14 +159,9 @@ class NodeIndex(object):
         """
         if self._key is None or self._mark is None:
             return self.feed_problem or 'no change feed watermark'
-        try:
-            self._apply_changes(self._key)
-        except change_feed.ChangeFeedUnavailable as e:
-            self._feed_unusable(e)
+        if self._read_feed(self._key) is None:
             self.invalidate()
-            return self.feed_problem
-        self.feed_problem = None
-        return None
+        return self.feed_problem
 
     def _feed_unusable(self, error):
         # NOTE(ironic-partition): a WARNING when the reason changes, not
