@@ -28,6 +28,7 @@ from ironic_partition.conf import database
 from ironic_partition.conf import ironic
 from ironic_partition.conf import partition
 from ironic_partition import exception
+from ironic_partition import names
 
 #: What :func:`get_settings` returns.
 #:
@@ -117,7 +118,7 @@ def normalize_partition_key(value, option='partition_key'):
     :raises ConfigurationError: naming the option, the value and what is
         allowed.
     """
-    return _normalized(value, ironic.check_conductor_group, option)
+    return _normalized(value, names.check_conductor_group, option)
 
 
 def _normalized(value, check, option):
@@ -127,7 +128,7 @@ def _normalized(value, check, option):
         check(value)
     except ValueError as e:
         raise _config_error(option, value, str(e))
-    return value.lower()
+    return names.key(value)
 
 
 def normalize_peer_list(values, option='peer_list'):
@@ -141,7 +142,7 @@ def normalize_peer_list(values, option='peer_list'):
     seen = {}
     for value in values or ():
         try:
-            host = normalize_host(ironic.check_host(value))
+            host = normalize_host(names.check_host(value))
         except ValueError as e:
             raise _config_error(option, list(values), str(e))
         seen.setdefault(host, None)
@@ -160,7 +161,7 @@ def normalize_shard(value, option='shard'):
     :raises ConfigurationError: naming the option, the value and what is
         allowed.
     """
-    return _normalized(value, ironic.check_shard, option)
+    return _normalized(value, names.check_shard, option)
 
 
 def _read_shard(conf):

@@ -23,96 +23,14 @@ place, and :func:`ironic_partition.conf.get_settings` reads them, so what an
 operator writes in nova.conf is what this plugin uses.
 """
 
-import re
-
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_config import types
 
 from ironic_partition._i18n import _
+from ironic_partition import names
 
 GROUP = 'ironic'
-
-#: Ironic's conductor-group field is a VARCHAR(255) of this alphabet.
-MAX_GROUP_LENGTH = 255
-GROUP_ALPHABET = 'a-z, A-Z, 0-9, "_", "." and "-"'
-# NOTE(ironic-partition): ``\Z`` rather than ``$``: Ironic's own regex ends
-# in ``$``, which lets a single trailing newline through.
-_GROUP_RE = re.compile(r'[a-zA-Z0-9_.-]*\Z')
-_HOST_RE = re.compile(r'[a-zA-Z0-9_.-]+\Z')
-
-#: An Ironic shard name, as nova's ``[ironic] shard`` defines it.
-MAX_SHARD_LENGTH = 255
-SHARD_ALPHABET = 'a-z, A-Z, 0-9, "_", "." and "-"'
-# NOTE(ironic-partition): nova's option allows exactly this (without the
-# trailing-newline hole of ``$``). Ironic's node field takes any string,
-# but its ``shard`` list filter splits on "," and lower-cases every name,
-# so a name outside this alphabet could never be filtered on as written.
-_SHARD_RE = re.compile(r'[a-zA-Z0-9_.-]+\Z')
-
-
-def check_conductor_group(value):
-    """Check a conductor group name the way Ironic defines it.
-
-    :param value: the raw string.
-    :returns: the value, unchanged.
-    :raises ValueError: with a message saying what is allowed.
-    """
-    if len(value) > MAX_GROUP_LENGTH:
-        raise ValueError(
-            _('%(value)r is %(len)d characters long; a conductor group has '
-              'at most %(max)d') % {'value': value[:40] + '...',
-                                    'len': len(value),
-                                    'max': MAX_GROUP_LENGTH})
-    if not _GROUP_RE.match(value):
-        bad = sorted({c for c in value if not _GROUP_RE.match(c)})
-        raise ValueError(
-            _('%(value)r contains %(bad)s; a conductor group may only '
-              'contain %(allowed)s ("" is the default group)') %
-            {'value': value, 'bad': ', '.join(repr(c) for c in bad),
-             'allowed': GROUP_ALPHABET})
-    return value
-
-
-def check_shard(value):
-    """Check an Ironic shard name the way nova's ``[ironic] shard`` does.
-
-    :param value: the raw string.
-    :returns: the value, unchanged.
-    :raises ValueError: with a message saying what is allowed.
-    """
-    if len(value) > MAX_SHARD_LENGTH:
-        raise ValueError(
-            _('%(value)r is %(len)d characters long; a shard has at most '
-              '%(max)d') % {'value': value[:40] + '...', 'len': len(value),
-                            'max': MAX_SHARD_LENGTH})
-    if not _SHARD_RE.match(value):
-        bad = sorted({c for c in value if not _SHARD_RE.match(c)})
-        raise ValueError(
-            _('%(value)r is not a shard name%(bad)s; a shard is not empty '
-              'and may only contain %(allowed)s (unset the option for no '
-              'shard)') %
-            {'value': value,
-             'bad': (' (it contains %s)' % ', '.join(repr(c) for c in bad)
-                     if bad else ''),
-             'allowed': SHARD_ALPHABET})
-    return value
-
-
-def check_host(value):
-    """Check one host name of a peer list.
-
-    :param value: the raw string, surrounding blanks allowed.
-    :returns: the stripped value.
-    :raises ValueError: with a message saying what is allowed.
-    """
-    value = value.strip()
-    if not _HOST_RE.match(value):
-        raise ValueError(
-            _('%(value)r is not a host name; a peer may only contain '
-              '%(allowed)s and may not be empty') %
-            {'value': value, 'allowed': GROUP_ALPHABET})
-    return value
 
 
 class ConductorGroup(types.String):
@@ -122,7 +40,7 @@ class ConductorGroup(types.String):
         super().__init__(type_name='conductor group')
 
     def __call__(self, value):
-        return check_conductor_group(super().__call__(value))
+        return names.check_conductor_group(super().__call__(value))
 
 
 class ShardName(types.String):
@@ -132,7 +50,7 @@ class ShardName(types.String):
         super().__init__(type_name='shard')
 
     def __call__(self, value):
-        return check_shard(super().__call__(value))
+        return names.check_shard(super().__call__(value))
 
 
 class HostName(types.String):
@@ -142,7 +60,7 @@ class HostName(types.String):
         super().__init__(type_name='host name')
 
     def __call__(self, value):
-        return check_host(super().__call__(value))
+        return names.check_host(super().__call__(value))
 
 
 partition_key = cfg.Opt(
@@ -157,7 +75,7 @@ partition_key = cfg.Opt(
            'partitioning: every node is eligible and every live service '
            'of the same role is a peer. The empty string ("") means '
            'Ironic\'s default group, which is not the same as unset. '
-           'Allowed: ' + GROUP_ALPHABET + ', at most 255 characters. '
+           'Allowed: ' + names.ALPHABET + ', at most 255 characters. '
            'A change takes effect on SIGHUP at the next refresh.'))
 
 conductor_group = cfg.Opt(
@@ -195,7 +113,7 @@ shard = cfg.Opt(
            'manages every node of the partition alone, as nova does for '
            'a shard; with peer_list, the listed services share the '
            'shard\'s nodes with a hash ring and ownership claims. '
-           'Allowed: ' + SHARD_ALPHABET + ', at most 255 characters; '
+           'Allowed: ' + names.ALPHABET + ', at most 255 characters; '
            'Ironic lower-cases the name it filters on. Unset (the '
            'default): no shard filter. A change needs a restart: a SIGHUP '
            'that changes it is refused and the old shard kept.'))

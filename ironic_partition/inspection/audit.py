@@ -26,6 +26,7 @@ from oslo_config import cfg
 from ironic_partition._i18n import _
 from ironic_partition.conf import inspection as inspection_conf
 from ironic_partition.inspection import mapping
+from ironic_partition import names
 
 #: The node fields the audit reads.
 # NOTE(ironic-partition): not allocation_uuid: Ironic 39 answers HTTP 500
@@ -134,8 +135,9 @@ def audit(pmap, nodes, conductors, default_group=''):
             continue
         entry = match.entry
         shard = node.get('shard') or None
-        wrong_group = group != entry.group
-        wrong_shard = entry.shard is not None and shard != entry.shard
+        wrong_group = names.key(group) != entry.group
+        wrong_shard = (entry.shard is not None and
+                       names.key(shard) != entry.shard)
         if not (wrong_group or wrong_shard):
             continue
         if node.get('instance_uuid') or node.get('allocation_uuid'):

@@ -22,6 +22,7 @@ match, whether a group serves the node's hardware type) and returns a
 import collections
 
 from ironic_partition._i18n import _
+from ironic_partition import names
 
 #: The node moves to the map's group.
 MOVED = 'moved'
@@ -126,7 +127,7 @@ def decide(node, match, served, default_group='',
         shard_action, shard_to = SHARD_NONE, shard
     elif shard is None:
         shard_action, shard_to = SHARD_SET, entry.shard
-    elif shard == entry.shard:
+    elif names.key(shard) == entry.shard:
         shard_action, shard_to = SHARD_UNCHANGED, shard
     else:
         # NOTE(ironic-partition): a shard never changes once set: nova

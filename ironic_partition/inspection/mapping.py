@@ -31,7 +31,6 @@ matches at most one entry whatever the order of the entries.
 
 import collections
 import ipaddress
-import re
 import urllib.parse
 
 from oslo_log import log as logging
@@ -39,6 +38,7 @@ from oslo_log import log as logging
 from ironic_partition._i18n import _
 from ironic_partition.conf import inspection as inspection_conf
 from ironic_partition import exception
+from ironic_partition import names
 
 LOG = logging.getLogger(__name__)
 
@@ -53,19 +53,13 @@ KEYS = (KIND_CIDR, KIND_SWITCH, 'group', 'shard')
 #: The LLDP fields of ``parse-lldp`` a switch entry is compared with.
 LLDP_FIELDS = ('switch_system_name', 'switch_chassis_id')
 
-MAX_NAME = 255
-
-# NOTE(ironic-partition): Ironic builds its ring keys as
-# "<group>:<hardware type>" and compares them as written, while its API
-# lower-cases the group of a node; a group with upper case or a colon
-# could never be routed to. Shards are listed by the API as a comma
-# separated filter, so a shard may not contain a comma.
-_GROUP_RE = re.compile(r'^[a-z0-9._~-]*$')
-_SHARD_RE = re.compile(r'^[A-Za-z0-9._~-]+$')
+#: The longest switch name of an entry.
+MAX_NAME = names.MAX_LENGTH
 
 #: One entry: ``kind`` is ``cidr`` or ``switch``; ``key`` an
-#: ``ipaddress`` network or a lower-cased switch name; ``text`` the entry
-#: as written.
+#: ``ipaddress`` network or a lower-cased switch name; ``group`` and
+#: ``shard`` lower-cased (:func:`ironic_partition.names.key`); ``text`` the
+#: entry as written.
 Entry = collections.namedtuple('Entry',
                                ['kind', 'key', 'group', 'shard', 'text'])
 
@@ -81,37 +75,34 @@ def _invalid(value, reason):
 
 
 def validate_group(group, value=None):
-    """Check a conductor group name of the map.
+    """Check a conductor group name of the map, with nova's rules.
 
     :param group: the name.
     :param value: the whole entry, for the error message.
-    :returns: the name.
+    :returns: the lower-cased name (Ironic lower-cases a node's group).
     :raises: InvalidPartitionMap naming the entry and what is allowed.
     """
-    if len(group) > MAX_NAME or not _GROUP_RE.match(group):
-        raise _invalid(value if value is not None else group, _(
-            'conductor group %(group)r must be at most %(max)d characters '
-            'among lower-case a-z, 0-9, ".", "_", "~" and "-" (Ironic '
-            'routes by "<group>:<hardware type>" as written, so no upper '
-            'case and no colon); empty means the default group') % {
-                'group': group, 'max': MAX_NAME})
-    return group
+    return _checked(names.check_conductor_group, group, value)
 
 
 def validate_shard(shard, value=None):
-    """Check a shard name of the map.
+    """Check a shard name of the map, with nova's rules.
 
     :param shard: the name.
     :param value: the whole entry, for the error message.
-    :returns: the name.
+    :returns: the lower-cased name: the hook writes it so, which every
+        Ironic database's shard filter matches (see
+        :mod:`ironic_partition.names`).
     :raises: InvalidPartitionMap naming the entry and what is allowed.
     """
-    if len(shard) > MAX_NAME or not _SHARD_RE.match(shard):
-        raise _invalid(value if value is not None else shard, _(
-            'shard %(shard)r must be 1 to %(max)d characters among A-Z, '
-            'a-z, 0-9, ".", "_", "~" and "-" (Ironic lists shards as a '
-            'comma-separated filter)') % {'shard': shard, 'max': MAX_NAME})
-    return shard
+    return _checked(names.check_shard, shard, value)
+
+
+def _checked(check, name, value):
+    try:
+        return names.key(check(name))
+    except ValueError as e:
+        raise _invalid(value if value is not None else name, str(e))
 
 
 def parse_entry(text):

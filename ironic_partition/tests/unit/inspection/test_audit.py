@@ -149,10 +149,10 @@ class TestLoadMap(base.TestCase):
 
     def test_invalid(self):
         path = self._write('[ironic_partition_inspection]\n'
-                           'map = cidr=10.1.0.0/16,group=Rack1\n')
+                           'map = cidr=10.1.0.0/16,group=Rack~1\n')
         exc = self.assertRaises(exception.InvalidPartitionMap,
                                 audit.load_map, path)
-        self.assertIn('Rack1', str(exc))
+        self.assertIn('Rack~1', str(exc))
 
 
 class TestCheckCommand(test_commands.CommandTestCase):

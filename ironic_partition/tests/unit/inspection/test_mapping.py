@@ -19,6 +19,7 @@ from oslo_config import cfg
 from ironic_partition.conf import inspection as inspection_conf
 from ironic_partition import exception
 from ironic_partition.inspection import mapping
+from ironic_partition import names
 from ironic_partition.tests import base
 
 MAP = [
@@ -92,19 +93,53 @@ class TestParse(base.TestCase):
                              'already mapped')
 
     def test_invalid_groups(self):
-        for group in ('Rack1', 'rack:1', 'rack 1', 'x' * 256, 'räck'):
+        for group in ('rack:1', 'rack 1', 'r\u00e4ck', 'rack~1'):
             self._assert_invalid(['cidr=10.0.0.0/8,group=%s' % group],
-                                 'conductor group', 'lower-case')
+                                 'conductor group may only contain')
+        self._assert_invalid(['cidr=10.0.0.0/8,group=%s' % ('x' * 256)],
+                             'conductor group has at most 255')
 
-    def test_valid_groups(self):
-        for group in ('', 'rack-1', 'dc1.rack_2~a', 'x' * 255):
+    def test_valid_groups_are_lower_cased(self):
+        # nova's [ironic] partition_key rules; Ironic lower-cases a
+        # node's group, so the map does too.
+        for group, key in (('', ''), ('rack-1', 'rack-1'),
+                           ('DC1.Rack_2', 'dc1.rack_2'),
+                           ('x' * 255, 'x' * 255)):
             pmap = mapping.PartitionMap(['cidr=10.0.0.0/8,group=%s' % group])
-            self.assertEqual(group, pmap.entries[0].group)
+            self.assertEqual(key, pmap.entries[0].group)
 
     def test_invalid_shards(self):
-        for shard in ('', 'a b', 'a;b', 's' * 256):
+        for shard in ('', 'a b', 'a;b', 's' * 256, 's~1'):
             self._assert_invalid(
                 ['cidr=10.0.0.0/8,group=a,shard=%s' % shard], 'shard')
+
+    def test_shards_are_lower_cased(self):
+        # The hook writes the shard in lower case: Ironic's shard filter
+        # lower-cases the name asked for, and whether it then matches
+        # "Rack-A" depends on its database's collation.
+        pmap = mapping.PartitionMap(['cidr=10.0.0.0/8,group=a,shard=Rack-A'])
+        self.assertEqual('rack-a', pmap.entries[0].shard)
+
+    def test_same_rules_as_the_options(self):
+        # One validator: whatever the option refuses, the map refuses.
+        for name in ('ok', 'Ok.1_-', '', 'a~b', 'a b', 'a:b', 'a,b',
+                     'x' * 256):
+            for check, key in ((names.check_conductor_group, 'group'),
+                               (names.check_shard, 'shard')):
+                try:
+                    check(name)
+                    option_ok = True
+                except ValueError:
+                    option_ok = False
+                entry = 'cidr=10.0.0.0/8,group=a,%s=%s' % (key, name)
+                if key == 'group':
+                    entry = 'cidr=10.0.0.0/8,group=%s' % name
+                try:
+                    mapping.PartitionMap([entry])
+                    map_ok = True
+                except exception.InvalidPartitionMap:
+                    map_ok = False
+                self.assertEqual(option_ok, map_ok, (key, name))
 
     def test_comma_in_shard_is_an_unknown_pair(self):
         self._assert_invalid(['cidr=10.0.0.0/8,group=a,shard=a,b'],
