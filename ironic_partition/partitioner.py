@@ -320,17 +320,6 @@ class Partitioner(object):
         if self.claims is not None:
             self.claims.add_renew_listener(listener)
 
-    def register_mutate_hook(self):
-        """Re-read the partition settings when the config is mutated.
-
-        oslo.service calls the hook on SIGHUP for services started with
-        ``restart_method='mutate'``.
-        """
-        self.conf.register_mutate_hook(self._mutate_hook)
-
-    def _mutate_hook(self, conf, changed):
-        self.reload_settings()
-
     def reload_settings(self):
         """Apply new partition settings, or keep the old ones if invalid.
 

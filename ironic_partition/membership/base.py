@@ -241,11 +241,11 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         :returns: None
         """
 
-    @abc.abstractmethod
     def stop(self, leave=True):
         """Stop; leave at once (graceful stop) unless told not to.
 
-        Never raises.
+        Never raises. The default does nothing: a backend without
+        heartbeats of its own (``static``, ``nova``) has nothing to leave.
 
         :param leave: False stops heartbeating without leaving: peers see
             this service dead only after ``service_down_time``, unless it
@@ -253,12 +253,15 @@ class MembershipBackend(metaclass=abc.ABCMeta):
         :returns: None
         """
 
-    @abc.abstractmethod
     def heartbeat(self):
         """Send one heartbeat now.
 
+        The default sends nothing: liveness comes from elsewhere (the
+        peer list, nova's service group).
+
         :returns: True when it was recorded, False when it failed.
         """
+        return True
 
     @abc.abstractmethod
     def members(self, partition_key=None, peer_list=None, shard=None):

@@ -102,20 +102,6 @@ class NovaMembership(base.MembershipBackend):
                 reason=_('nova is not usable here (%s); this backend '
                          'works inside nova-compute only') % exc)
 
-    def stop(self, leave=True):
-        """Nothing to do: nova-compute's service leaves the group.
-
-        :param leave: ignored.
-        :returns: None
-        """
-
-    def heartbeat(self):
-        """Nothing to send: nova-compute's service heartbeats.
-
-        :returns: True
-        """
-        return True
-
     def _records(self, peers):
         if self._nova is None:
             self.start()

@@ -41,20 +41,6 @@ class StaticMembership(base.MembershipBackend):
                  'taken from the peer list without any liveness check',
                  {'host': self.host, 'role': self.role})
 
-    def stop(self, leave=True):
-        """Nothing to leave.
-
-        :param leave: ignored.
-        :returns: None
-        """
-
-    def heartbeat(self):
-        """Nothing to send.
-
-        :returns: True
-        """
-        return True
-
     def members(self, partition_key=None, peer_list=None, shard=None):
         """Return the peer list plus this service, all considered live.
 
