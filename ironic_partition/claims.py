@@ -55,7 +55,6 @@ never claimed: a node whose instance's owner is dead stays stranded.
 """
 
 import dataclasses
-import random
 import threading
 import time
 import types
@@ -70,29 +69,18 @@ from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import health
 from ironic_partition.db import store as store_mod
 from ironic_partition import exception
-from ironic_partition import identity as identity_mod
+from ironic_partition import lease_timer
 
 LOG = logging.getLogger(__name__)
 
 #: The role claims are kept under when the membership backend has none.
 DEFAULT_ROLE = 'nova-compute'
 
-#: Claim rows whose lease ran out more than this many seconds ago (and at
-#: least ten leases ago) are deleted (:meth:`ClaimManager.collect_garbage`).
-GC_AGE = 24 * 3600
-
-#: The lease timer deletes such rows at most once per this many seconds.
-GC_INTERVAL = 600.0
-
 #: What a claim round treats as "the database cannot be reached": a
 #: database error, or a membership error (schema, connection, identity).
 #: Anything else (a TypeError...) is a bug and is raised as it is.
 DATABASE_ERRORS = (sa_exc.SQLAlchemyError, db_exc.DBError,
                    exception.MembershipError)
-
-#: The longest the garbage collection thread sleeps before it looks
-#: whether a collection is due.
-GC_POLL = 5.0
 
 
 def from_conf(conf, host, store=None, role=None, takeover=False,
@@ -228,10 +216,6 @@ class ClaimManager(object):
             renew_interval if renew_interval is not None else
             max(claim_settings.MIN_RENEW_INTERVAL,
                 (lease_time - fencing_margin) / 3.0))
-        self._timer = None
-        self._timer_stop = threading.Event()
-        self._fence_listeners = []
-        self._renew_listeners = []
         self.host = host.lower()
         self.role = role
         self.lease_time = float(lease_time)
@@ -247,45 +231,27 @@ class ClaimManager(object):
         self._last_reported = frozenset()
         self._was_fenced = False
         self._health = health.Health(clock)
-        self._next_gc = None
-        self._gc_thread = None
         self._last_seconds = None
         self._last_statements = None
         self._adopted = False
+        #: The :class:`~ironic_partition.lease_timer.LeaseTimer` renewing
+        #: the held claims between rounds.
+        self.timer = lease_timer.LeaseTimer(self, DATABASE_ERRORS)
+
+    @property
+    def clock(self):
+        """The monotonic clock this manager judges its leases by."""
+        return self._clock
+
+    @property
+    def owns_identity(self):
+        """Whether this manager registers and heartbeats the identity."""
+        return self._owns_identity and self.identity is not None
 
     @property
     def incarnation(self):
         """This process's incarnation, or None without an identity."""
         return self.identity.incarnation if self.identity else None
-
-    # The lease timer.
-
-    def add_fence_listener(self, listener):
-        """Call ``listener()`` from the lease timer when the fence falls.
-
-        A consumer that can stop reporting at once (the agent rewrites its
-        report) registers here, so that it never goes on reporting a node
-        past the fence until its next refresh.
-
-        :param listener: a callable without arguments; its errors are
-            logged and ignored.
-        :returns: None
-        """
-        self._fence_listeners.append(listener)
-
-    def add_renew_listener(self, listener):
-        """Call ``listener()`` from the lease timer after each renewal.
-
-        A consumer that publishes how long its report stays valid (the
-        agent's ``valid_for``) registers here, so that the published
-        validity follows the claims' instead of running out between two
-        slow listings.
-
-        :param listener: a callable without arguments; its errors are
-            logged and ignored.
-        :returns: None
-        """
-        self._renew_listeners.append(listener)
 
     def start(self):
         """Start: register, adopt the claims left, start the lease timer.
@@ -302,7 +268,7 @@ class ClaimManager(object):
             unusable.
         :returns: None
         """
-        if self._owns_identity and self.identity is not None:
+        if self.owns_identity:
             try:
                 self._ensure_schema()
                 self.identity.register()
@@ -313,19 +279,7 @@ class ClaimManager(object):
                     connection=self.store.masked_connection,
                     reason='%s: %s' % (type(exc).__name__, exc))
         self._adopt()
-        if self._timer is None or not self._timer.is_alive():
-            self._timer_stop.clear()
-            self._timer = threading.Thread(
-                target=self._run_timer, name='ironic-partition-leases',
-                daemon=True)
-            self._timer.start()
-        if self._gc_thread is None or not self._gc_thread.is_alive():
-            # NOTE(ironic-partition): a thread of its own: a slow DELETE
-            # must never delay a renewal past the fence.
-            self._gc_thread = threading.Thread(
-                target=self._run_gc, name='ironic-partition-claims-gc',
-                daemon=True)
-            self._gc_thread.start()
+        self.timer.start()
 
     def _adopt(self):
         if self._adopted or self.identity is None:
@@ -343,133 +297,6 @@ class ClaimManager(object):
         if adopted:
             LOG.info('Adopted %(n)d claims left by the previous process of '
                      '%(host)s', {'n': adopted, 'host': self.host})
-
-    def _timer_wait(self):
-        now = self._clock()
-        with self._lock:
-            until = self._valid_until
-        wait = self.renew_interval
-        if until is not None and now < until:
-            # NOTE(ironic-partition): wake at the fence too, so listeners
-            # hear of it at once rather than at the next renewal.
-            wait = min(wait, until - now + 0.001)
-        return max(0.01, wait)
-
-    def _run_timer(self):
-        while not self._timer_stop.wait(self._timer_wait()):
-            if identity_mod.process_exiting():
-                # NOTE(ironic-partition): see the heartbeat loop: a process
-                # that no longer serves lets its claims lapse.
-                LOG.warning('The main thread of this process ended: no '
-                            'more claim renewals for %s; the claims lapse '
-                            'after their lease', self.host)
-                return
-            try:
-                if self._owns_identity and self.identity is not None:
-                    self._beat()
-                was_fenced = self.fenced()
-                renewed = (self._valid_until is not None and
-                           self.keepalive())
-                if self.fenced() and not was_fenced:
-                    self._notify_fenced()
-                elif renewed:
-                    self._notify(self._renew_listeners, 'A renewal')
-            except BaseException:
-                # NOTE(ironic-partition): keepalive() catches database
-                # errors; this only guards against bugs, so that the timer
-                # never dies silently.
-                LOG.exception('Unexpected error in the lease timer')
-
-    def _beat(self):
-        # NOTE(ironic-partition): no membership backend heartbeats this
-        # process's identity (claims with the nova or static backend);
-        # the lease timer does, so that a duplicate is refused for as long
-        # as this process runs.
-        if not self.identity.registered or self.identity.lost:
-            return
-        try:
-            self.identity.beat()
-        except exception.IdentityLost:
-            with self._lock:
-                self._held = frozenset()
-                self._valid_until = None
-        except DATABASE_ERRORS as exc:
-            LOG.debug('Identity heartbeat of %(host)s failed: %(err)s',
-                      {'host': self.host, 'err': exc})
-
-    def _run_gc(self):
-        # NOTE(ironic-partition): wakes at most every few seconds to see
-        # whether a collection is due (no database access otherwise), so
-        # that stop() and an injected clock are noticed soon.
-        while not self._timer_stop.wait(self._gc_wait()):
-            if identity_mod.process_exiting():
-                return
-            try:
-                self.collect_garbage()
-            except BaseException:
-                # NOTE(ironic-partition): collect_garbage() catches
-                # database errors; this only guards against bugs.
-                LOG.exception('Unexpected error in the claims garbage '
-                              'collection')
-
-    def _gc_wait(self):
-        now = self._clock()
-        with self._lock:
-            if self._next_gc is None:
-                self._next_gc = now + GC_INTERVAL * random.uniform(0.1, 1.0)
-            due = self._next_gc - now
-        return min(max(0.01, due), GC_POLL)
-
-    @property
-    def gc_age(self):
-        """Seconds after its lease ran out that a claim row is deleted.
-
-        :data:`GC_AGE`, and at least ten leases: far longer than any
-        process may act on a claim, so that no one still holds the epoch
-        of a deleted row.
-        """
-        return max(GC_AGE, 10 * self.lease_time)
-
-    def collect_garbage(self, now=None):
-        """Delete long-unheld claim rows, at most every :data:`GC_INTERVAL`.
-
-        Claim rows stay after a release, to keep their epoch; a fleet that
-        loses nodes would keep their rows forever. A thread of its own calls
-        this; it deletes, in chunks, the rows of this service's role whose
-        lease ran out more than :attr:`gc_age` seconds ago. The first
-        collection waits a random part of the interval, so that services
-        started together do not all collect at once. Never raises.
-
-        :param now: the monotonic time, ``clock()`` by default.
-        :returns: the number of rows deleted, or None when it was not time
-            yet or the database failed.
-        """
-        now = self._clock() if now is None else now
-        with self._lock:
-            if self._next_gc is None:
-                self._next_gc = now + GC_INTERVAL * random.uniform(0.1, 1.0)
-            if now < self._next_gc:
-                return None
-            self._next_gc = now + GC_INTERVAL
-        try:
-            return self.store.claims.collect_garbage(self.role, self.gc_age)
-        except DATABASE_ERRORS as exc:
-            LOG.warning('Could not delete the old claim rows in %(conn)s; '
-                        'retrying in %(interval)d s: %(err)s',
-                        {'conn': self.store.masked_connection,
-                         'interval': GC_INTERVAL, 'err': exc})
-            return None
-
-    def _notify_fenced(self):
-        self._notify(self._fence_listeners, 'A fence')
-
-    @staticmethod
-    def _notify(listeners, what):
-        for listener in list(listeners):
-            try:
-                listener()
-            except Exception:
-                LOG.exception('%s listener failed', what)
 
     # Queries.
 
@@ -605,7 +432,7 @@ class ClaimManager(object):
                 held = self.store.claims.held_claims(
                     self.role, self.host, incarnation=inc)
         except DATABASE_ERRORS as exc:
-            self._identity_lost(exc)
+            self.forget_if_identity_lost(exc)
             error = '%s: %s' % (type(exc).__name__, exc)
         else:
             claimed = frozenset(held) - valid
@@ -732,7 +559,7 @@ class ClaimManager(object):
             held = self.store.claims.held_claims(
                 self.role, self.host, incarnation=inc)
         except DATABASE_ERRORS as exc:
-            self._identity_lost(exc)
+            self.forget_if_identity_lost(exc)
             failures = self._health.failed(exc)
             if self._health.worth_logging(failures):
                 LOG.warning('Renewing the claims of %(host)s in %(conn)s '
@@ -753,13 +580,20 @@ class ClaimManager(object):
         self._health.succeeded(start)
         return True
 
-    def _identity_lost(self, exc):
-        if (isinstance(exc, exception.IdentityLost)
-                and self.identity is not None):
-            self.identity.mark_lost(exc.kwargs.get('reason', str(exc)))
-            with self._lock:
-                self._held = frozenset()
-                self._valid_until = None
+    def forget_if_identity_lost(self, exc):
+        """Hold nothing any more if ``exc`` says the host name was lost.
+
+        :param exc: an exception from the claims database.
+        :returns: True when it did (``exc`` is ``IdentityLost``).
+        """
+        if (not isinstance(exc, exception.IdentityLost)
+                or self.identity is None):
+            return False
+        self.identity.mark_lost(exc.kwargs.get('reason', str(exc)))
+        with self._lock:
+            self._held = frozenset()
+            self._valid_until = None
+        return True
 
     def release_unreported(self):
         """Release now the claims the last round kept but did not report.
@@ -823,15 +657,7 @@ class ClaimManager(object):
             expire after ``lease_time`` as a crashed service's would.
         :returns: the number of claims released.
         """
-        self._timer_stop.set()
-        timer, self._timer = self._timer, None
-        if timer is not None and timer is not threading.current_thread():
-            timer.join(self.renew_interval + 5)
-        gc_thread, self._gc_thread = self._gc_thread, None
-        if gc_thread is not None:
-            # NOTE(ironic-partition): a DELETE under way is not waited for
-            # long; it touches only rows nobody holds.
-            gc_thread.join(1)
+        self.timer.stop()
         with self._lock:
             self._held = frozenset()
             self._epochs = types.MappingProxyType({})
@@ -845,7 +671,7 @@ class ClaimManager(object):
             LOG.info('Stopped reporting; keeping the claims of %(host)s for '
                      'a restart (they expire after %(lease)s s)',
                      {'host': self.host, 'lease': self.lease_time})
-        if self._owns_identity and self.identity is not None:
+        if self.owns_identity:
             self.identity.release(leave=release)
         if self._owns_store:
             try:

@@ -309,7 +309,7 @@ class Partitioner(object):
         :returns: None
         """
         if self.claims is not None:
-            self.claims.add_fence_listener(listener)
+            self.claims.timer.add_fence_listener(listener)
 
     def add_renew_listener(self, listener):
         """Be told from the lease timer when the claims were renewed.
@@ -318,7 +318,7 @@ class Partitioner(object):
         :returns: None
         """
         if self.claims is not None:
-            self.claims.add_renew_listener(listener)
+            self.claims.timer.add_renew_listener(listener)
 
     def reload_settings(self):
         """Apply new partition settings, or keep the old ones if invalid.

@@ -38,6 +38,7 @@ from ironic_partition.db import migration
 from ironic_partition.db import store
 from ironic_partition import exception
 from ironic_partition import identity
+from ironic_partition import lease_timer
 from ironic_partition.membership import database
 from ironic_partition import partitioner
 from ironic_partition.tests import base
@@ -942,40 +943,40 @@ class TestPartitionerWithClaims(ClaimsTestCase):
 class TestGarbageCollection(ClaimsTestCase):
 
     def test_age_is_a_day_and_at_least_ten_leases(self):
-        self.assertEqual(claims.GC_AGE, self.manager('a').gc_age)
+        self.assertEqual(lease_timer.GC_AGE, self.manager('a').timer.gc.age)
         self.assertEqual(100000.0, self.manager(
-            'a', lease=10000, margin=100).gc_age)
+            'a', lease=10000, margin=100).timer.gc.age)
 
     def test_rate_limited_and_deletes_only_long_unheld_rows(self):
         a, b = self.manager('a'), self.manager('b')
         old, recent = _ids(3), _ids(2, start=10)
         a.round(old)
         a.stop()
-        self.advance(claims.GC_AGE + 1)
+        self.advance(lease_timer.GC_AGE + 1)
         b.round(recent)
         # The first collection waits part of the interval.
-        self.assertIsNone(b.collect_garbage())
-        self.clock.now += claims.GC_INTERVAL
-        self.assertEqual(3, b.collect_garbage())
+        self.assertIsNone(b.timer.gc.collect())
+        self.clock.now += lease_timer.GC_INTERVAL
+        self.assertEqual(3, b.timer.gc.collect())
         self.assertEqual({('nova-compute', n) for n in recent},
                          set(self.db.rows))
         # At most once per interval.
-        self.assertIsNone(b.collect_garbage())
-        self.clock.now += claims.GC_INTERVAL
-        self.assertEqual(0, b.collect_garbage())
+        self.assertIsNone(b.timer.gc.collect())
+        self.clock.now += lease_timer.GC_INTERVAL
+        self.assertEqual(0, b.timer.gc.collect())
 
     def test_a_database_fault_is_logged_and_retried_later(self):
         a = self.manager('a')
-        a.collect_garbage()
-        self.clock.now += claims.GC_INTERVAL
+        a.timer.gc.collect()
+        self.clock.now += lease_timer.GC_INTERVAL
         self.db.fail = db_exc.DBConnectionError('down')
-        self.assertIsNone(a.collect_garbage())
+        self.assertIsNone(a.timer.gc.collect())
         self.assertIn('Could not delete the old claim rows',
                       self.logger.output)
         self.db.fail = None
-        self.assertIsNone(a.collect_garbage())
-        self.clock.now += claims.GC_INTERVAL
-        self.assertEqual(0, a.collect_garbage())
+        self.assertIsNone(a.timer.gc.collect())
+        self.clock.now += lease_timer.GC_INTERVAL
+        self.assertEqual(0, a.timer.gc.collect())
 
 
 class TestOneStore(base.TestCase):
@@ -1036,7 +1037,7 @@ class TestOneStore(base.TestCase):
             return 0
         self.useFixture(fixtures.MockPatchObject(
             backend.store.claims, 'collect_garbage', slow_delete))
-        p.claims._next_gc = 0.0
+        p.claims.timer.gc.next_at = 0.0
         self._run(backend, p)
         self.assertTrue(collecting.wait(10))
         before = p.claims.valid_until
@@ -1054,7 +1055,7 @@ class TestOneStore(base.TestCase):
         backend, p = self._sqlite_partitioner(
             refresh_interval=1, lease_time=2, fencing_margin=1.1)
         self._run(backend, p)
-        timer = p.claims._timer
+        timer = p.claims.timer.thread
         self.assertTrue(timer.is_alive())
         self.useFixture(fixtures.MonkeyPatch(
             'ironic_partition.identity.process_exiting', lambda: True))
