@@ -41,8 +41,8 @@ from oslo_utils import importutils
 from oslo_utils import uuidutils
 
 from ironic_partition._i18n import _
-from ironic_partition import baremetal
 from ironic_partition import exception
+from ironic_partition import ironic_allocations
 
 LOG = logging.getLogger(__name__)
 
@@ -300,6 +300,8 @@ class Reserver(object):
                  poll_initial=POLL_INITIAL, poll_max=POLL_MAX,
                  cleanup_timeout=CLEANUP_TIMEOUT):
         self.client = client
+        #: The allocation calls, on the client's connection.
+        self.api = ironic_allocations.AllocationAPI(client)
         self.partitioner = partitioner
         self.timeout = timeout
         self._clock = clock
@@ -399,13 +401,13 @@ class Reserver(object):
         except BaseException:
             self._cleanup(allocation.id)
             raise
-        if final.state == baremetal.ALLOCATION_ALLOCATING:
+        if final.state == ironic_allocations.ALLOCATION_ALLOCATING:
             cleanup = self._cleanup(final.id)
             raise exception.AllocationTimeout(
                 allocation=final.id, resource_class=resource_class,
                 traits=_show_traits(traits), timeout=timeout,
                 state=final.state, cleanup=cleanup)
-        if final.state != baremetal.ALLOCATION_ACTIVE:
+        if final.state != ironic_allocations.ALLOCATION_ACTIVE:
             cleanup = self._cleanup(final.id)
             raise self._failure(request, final, cleanup)
         if final.node_id not in request.candidates:
@@ -470,7 +472,7 @@ class Reserver(object):
     def _create(self, request):
         """Create the allocation; on an unknown outcome, remove it.
 
-        :returns: the :class:`~ironic_partition.baremetal.Allocation`.
+        :returns: the :class:`~ironic_partition.ironic_allocations.Allocation`.
         """
         allocation_id = request.instance_uuid or uuidutils.generate_uuid()
         token = uuidutils.generate_uuid()
@@ -478,7 +480,7 @@ class Reserver(object):
                  EXTRA_PARTITION: request.partition_key,
                  EXTRA_REQUEST: token}
         try:
-            return self.client.create_allocation(
+            return self.api.create_allocation(
                 request.resource_class, sorted(request.candidates),
                 traits=request.traits, name=request.name,
                 uuid=allocation_id, extra=extra)
@@ -507,14 +509,14 @@ class Reserver(object):
     def _wait(self, request, allocation, deadline):
         """Poll until the allocation leaves ``allocating`` or time is up.
 
-        :returns: the last :class:`~ironic_partition.baremetal.Allocation`
-            read; still ``allocating`` when the deadline passed.
+        :returns: the last :class:`~ironic_partition.ironic_allocations.
+            Allocation` read; still ``allocating`` when the deadline passed.
         :raises IronicUnavailable: the deadline passed while polls failed.
         :raises AllocationFailed: the allocation disappeared.
         """
         delay = self._poll_initial
         failure = None
-        while allocation.state == baremetal.ALLOCATION_ALLOCATING:
+        while allocation.state == ironic_allocations.ALLOCATION_ALLOCATING:
             remaining = deadline - self._clock()
             if remaining <= 0:
                 if failure is not None:
@@ -523,7 +525,7 @@ class Reserver(object):
             self._sleep(min(delay, remaining))
             delay = min(delay * 2, self._poll_max)
             try:
-                current = self.client.get_allocation(allocation.id)
+                current = self.api.get_allocation(allocation.id)
             except exception.IronicUnavailable as e:
                 LOG.warning('Cannot read allocation %(id)s, retrying until '
                             'the reservation times out: %(err)s',
@@ -608,7 +610,7 @@ class Reserver(object):
         while True:
             try:
                 if token is not None:
-                    current = self.client.get_allocation(allocation_id)
+                    current = self.api.get_allocation(allocation_id)
                     if current is None:
                         return _('was not created')
                     if current.extra.get(EXTRA_REQUEST) != token:
@@ -617,7 +619,7 @@ class Reserver(object):
                                     allocation_id)
                         return _('belongs to another request and was left '
                                  'alone')
-                deleted = self.client.delete_allocation(allocation_id)
+                deleted = self.api.delete_allocation(allocation_id)
             except exception.IronicUnavailable as e:
                 error = e
                 if self._clock() + delay < deadline:
@@ -655,13 +657,13 @@ class Reserver(object):
         Deleting the allocation also clears the node's ``instance_uuid``.
 
         :param allocation: a :class:`Reservation`, an
-            :class:`~ironic_partition.baremetal.Allocation`, or an allocation
-            UUID or name.
+            :class:`~ironic_partition.ironic_allocations.Allocation`, or an
+            allocation UUID or name.
         :param node: instead of ``allocation``: a node UUID or name (or a
             record with ``id``) whose allocation to delete.
         :returns: the deleted
-            :class:`~ironic_partition.baremetal.Allocation`, or None when
-            there was none (already released).
+            :class:`~ironic_partition.ironic_allocations.Allocation`, or None
+            when there was none (already released).
         :raises ValueError: not exactly one of ``allocation`` and ``node``.
         :raises ReleaseRefused: the node is deployed (Ironic answers 409).
         :raises IronicUnavailable: Ironic cannot be reached.
@@ -674,7 +676,7 @@ class Reserver(object):
         if node is not None:
             ident = getattr(node, 'id', node)
             released = None
-            for found in self.client.list_allocations(node=ident):
+            for found in self.api.list_allocations(node=ident):
                 if self._delete(found):
                     released = found
             if released is None:
@@ -682,7 +684,7 @@ class Reserver(object):
             return released
         ident = getattr(allocation, 'allocation_id', None) or getattr(
             allocation, 'id', allocation)
-        current = self.client.get_allocation(ident)
+        current = self.api.get_allocation(ident)
         if current is None or not self._delete(current):
             LOG.info('Allocation %s is already released', ident)
             return None
@@ -690,7 +692,7 @@ class Reserver(object):
 
     def _delete(self, allocation):
         try:
-            deleted = self.client.delete_allocation(allocation.id)
+            deleted = self.api.delete_allocation(allocation.id)
         except exception.AllocationRequestRefused as e:
             if e.status == 409:
                 raise exception.ReleaseRefused(

@@ -37,11 +37,11 @@ import threading
 import time
 import urllib.parse
 
+import futurist
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from openstack import connection
 from openstack import exceptions as sdk_exc
-from openstack import utils as sdk_utils
 from oslo_log import log as logging
 import requests
 
@@ -71,6 +71,13 @@ DEFAULT_PAGE_SIZE = 1000
 #: The most ``GET /v1/nodes?instance_uuid=`` look-ups run at once.
 LOOKUP_WORKERS = 8
 
+#: Workers of a client's executor (:attr:`IronicClient.executor`). A
+#: refresh needs at most four at once (two concurrent reads of the change
+#: feed, or a listing with its page prefetch and the watermark read), a
+#: look-up of instances :data:`LOOKUP_WORKERS`: the rest is headroom for a
+#: reservation listing at the same time. Workers start on demand.
+EXECUTOR_WORKERS = 16
+
 # API name -> attribute name, following openstacksdk's renames so that code
 # written against SDK ``Node`` objects (nova's driver) can read a record.
 _RENAMES = {'uuid': 'id', 'instance_uuid': 'instance_id',
@@ -80,7 +87,7 @@ _SHARED_STRINGS = ('conductor_group', 'driver', 'power_state',
                    'target_provision_state', 'resource_class', 'shard')
 
 
-class _Record(object):
+class Record(object):
     """A slim, read-only record with ``__slots__`` and an ``id``.
 
     Subclasses list their fields in ``__slots__``; fields not given are
@@ -144,7 +151,7 @@ def _share(value):
     return value
 
 
-class Node(_Record):
+class Node(Record):
     """A slim, read-only view of one Ironic node.
 
     Attribute names follow openstacksdk's ``Node`` (``id``,
@@ -199,24 +206,25 @@ _API_FIELDS = tuple((api, _RENAMES.get(api, api))
 
 
 class _Prefetcher(object):
-    """Runs a generator one item ahead in a thread of its own.
+    """Runs a generator one item ahead, on the client's executor.
 
-    The thread fetches the next page (waiting on Ironic) while the caller
+    A worker fetches the next page (waiting on Ironic) while the caller
     processes the current one. At most one page waits in the queue.
     Errors are raised to the caller at the point they would have been.
-    A native thread: in an eventlet-patched process it is a green thread
-    and the pipelining becomes cooperative, which stays correct.
+    In an eventlet-patched process the worker is a green thread and the
+    pipelining becomes cooperative, which stays correct.
+
+    :param generator: the generator to run ahead.
+    :param executor: the client's executor.
     """
 
     _DONE = object()
 
-    def __init__(self, generator):
+    def __init__(self, generator, executor):
         self._generator = generator
         self._queue = queue.Queue(maxsize=1)
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name='ironic-partition-pages')
-        self._thread.start()
+        self._future = executor.submit(self._run)
 
     def _put(self, item):
         while not self._stopped.is_set():
@@ -248,14 +256,14 @@ class _Prefetcher(object):
             yield item
 
     def close(self):
-        """Stop fetching; wait for the thread."""
+        """Stop fetching; wait for the worker to let go of the generator."""
         self._stopped.set()
         try:
             while True:
                 self._queue.get_nowait()
         except queue.Empty:
             pass
-        self._thread.join()
+        futures.wait([self._future])
 
 
 class Meter(object):
@@ -334,6 +342,8 @@ class IronicClient(object):
         self._connection = connection
         self._own_connection = connection is None
         self.page_size = page_size
+        self._executor = None
+        self._executor_lock = threading.Lock()
 
     @property
     def endpoint(self):
@@ -364,6 +374,38 @@ class IronicClient(object):
                 raise exception.IronicUnavailable(
                     endpoint=self.endpoint, reason=e)
         return self._connection
+
+    @property
+    def executor(self):
+        """The one executor of this client's concurrent calls.
+
+        A futurist thread pool of at most :data:`EXECUTOR_WORKERS` daemon
+        workers, started on first use and kept for the life of the client: page
+        prefetching, look-ups of instances, and the two reads of a
+        refresh that run at once (:mod:`ironic_partition.node_index`,
+        :mod:`ironic_partition.change_feed`) all run on it, instead of a
+        pool built at every refresh.
+        """
+        with self._executor_lock:
+            if self._executor is None:
+                # NOTE(ironic-partition): grows while its workers are
+                # busy, up to the bound, and shrinks when they idle: a
+                # worker waiting on a page is busy, so nested calls (a
+                # read of the feed that prefetches) never starve.
+                self._executor = futurist.DynamicThreadPoolExecutor(
+                    max_workers=EXECUTOR_WORKERS)
+            return self._executor
+
+    def close(self):
+        """Let the executor's workers go; a later call starts a new one.
+
+        Does not wait: calls under way finish on their own (each is
+        bounded by the session's timeout), then their workers end.
+        """
+        with self._executor_lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False)
 
     def reset(self):
         """Drop a connection built from configuration (SIGHUP)."""
@@ -482,7 +524,8 @@ class IronicClient(object):
         params, microversion = self._node_query(conductor_group, fields,
                                                 shard, filters)
         bodies = _Prefetcher(self.page_bodies('/nodes', 'nodes', params,
-                                              microversion, meter))
+                                              microversion, meter),
+                             self.executor)
         try:
             for page in bodies:
                 yield [Node.from_api(n) for n in page]
@@ -524,10 +567,14 @@ class IronicClient(object):
         # NOTE(ironic-partition): bounded: a compute with thousands of
         # servers outside its listing must not open thousands of
         # connections, nor wait for the answers one by one.
-        with futures.ThreadPoolExecutor(
-                max_workers=min(LOOKUP_WORKERS, len(ids)),
-                thread_name_prefix='ironic-partition-lookup') as pool:
-            return [n for found in pool.map(look_up, ids) for n in found]
+        found = []
+        for start in range(0, len(ids), LOOKUP_WORKERS):
+            batch = [self.executor.submit(look_up, i)
+                     for i in ids[start:start + LOOKUP_WORKERS]]
+            futures.wait(batch)
+            for future in batch:
+                found.extend(future.result())
+        return found
 
     def page_bodies(self, path, key, params, microversion, meter=None,
                     with_next=False):
@@ -608,215 +655,3 @@ class IronicClient(object):
         return [{k: v for k, v in node.items() if k != 'links'}
                 for node in self._pages('/nodes', 'nodes', params,
                                         microversion)]
-
-    # -- Allocations (API 1.52+) ------------------------------------------
-    #
-    # NOTE(ironic-partition): Ironic marks the node with the allocation
-    # itself: when an allocation becomes active, the node's instance_uuid
-    # is set to the allocation's UUID in the same database transaction
-    # (and cleared when the allocation is deleted). Creating the
-    # allocation with uuid=<instance UUID> therefore marks the node with
-    # the instance atomically; no separate PATCH of instance_uuid is
-    # needed, and none is offered here.
-
-    def _allocation_call(self, method, path, func, *args,
-                         allow_missing=False, **kwargs):
-        """Run one SDK allocation call, wrapping its errors.
-
-        The mapping is the one of :meth:`_get`: 5xx, 401, 403, 408 and
-        transport errors mean Ironic is unavailable; any other 4xx means it
-        refused the request.
-
-        :param method: the HTTP method, for messages.
-        :param path: the API path, for messages.
-        :param func: the SDK proxy method.
-        :param allow_missing: return None on HTTP 404 (the object does
-            not exist) instead of raising.
-        :returns: what ``func`` returns.
-        :raises IronicUnavailable: Ironic cannot be reached or failed.
-        :raises AllocationRequestRefused: Ironic refused the request.
-        """
-        try:
-            return func(*args, **kwargs)
-        except sdk_exc.NotFoundException as e:
-            if allow_missing:
-                return None
-            raise exception.IronicUnavailable(endpoint=self.endpoint,
-                                              reason=e)
-        except sdk_exc.HttpException as e:
-            status = e.status_code or 0
-            if status >= 500 or status in (401, 403, 404, 408):
-                raise exception.IronicUnavailable(
-                    endpoint=self.endpoint, reason=e)
-            raise exception.AllocationRequestRefused(
-                method=method, path=path, status=status,
-                reason=e.details or e)
-        except (ks_exc.ClientException, sdk_exc.SDKException,
-                requests.RequestException, ValueError) as e:
-            raise exception.IronicUnavailable(endpoint=self.endpoint,
-                                              reason=e)
-
-    def _allocation_proxy(self):
-        """The baremetal proxy, once Ironic is known to offer allocations.
-
-        :returns: the SDK baremetal proxy.
-        :raises AllocationsNotSupported: Ironic is older than API 1.52.
-        :raises IronicUnavailable: version discovery failed.
-        """
-        # NOTE(ironic-partition): the proxy discovers the endpoint on first
-        # use, which fails like any other call when Ironic is down.
-        proxy = self._allocation_call('GET', '/',
-                                      lambda: self.connection.baremetal)
-        # NOTE(ironic-partition): checked once per proxy; reset() builds a
-        # new connection (and so a new proxy) that is checked again.
-        if getattr(self, '_allocations_checked', None) is proxy:
-            return proxy
-        supported = self._allocation_call(
-            'GET', '/', sdk_utils.supports_microversion, proxy,
-            ALLOCATION_MICROVERSION)
-        if not supported:
-            data = self._allocation_call('GET', '/', proxy.get_endpoint_data)
-            highest = getattr(data, 'max_microversion', None)
-            raise exception.AllocationsNotSupported(
-                endpoint=self.endpoint, needed=ALLOCATION_MICROVERSION,
-                supported=('%d.%d' % tuple(highest[:2]) if highest
-                           else 'no microversion at all'))
-        self._allocations_checked = proxy
-        return proxy
-
-    def create_allocation(self, resource_class, candidate_nodes,
-                          traits=None, name=None, uuid=None, extra=None):
-        """Ask Ironic to reserve one of ``candidate_nodes``.
-
-        Ironic answers at once with the allocation in the ``allocating``
-        state and processes it in a conductor thread: poll
-        :meth:`get_allocation` until it is ``active`` or ``error``.
-
-        :param resource_class: the node resource class to match (required).
-        :param candidate_nodes: node UUIDs the allocation may use; it must
-            not be empty (Ironic reads an empty list as "any node").
-        :param traits: traits every candidate must have.
-        :param name: a unique name for the allocation.
-        :param uuid: the allocation's UUID, which Ironic also sets as the
-            node's ``instance_uuid``; Ironic generates one when None.
-        :param extra: a dict of metadata stored with the allocation.
-        :returns: an :class:`Allocation`.
-        :raises ValueError: ``candidate_nodes`` is empty.
-        :raises AllocationsNotSupported: Ironic is older than API 1.52.
-        :raises IronicUnavailable: Ironic cannot be reached or failed.
-        :raises AllocationRequestRefused: Ironic refused the request (400:
-            invalid value or unknown candidate; 409: the UUID or name is
-            taken).
-        """
-        if not candidate_nodes:
-            raise ValueError('An allocation needs at least one candidate '
-                             'node; Ironic would read an empty list as '
-                             '"any node"')
-        attrs = {'resource_class': resource_class,
-                 'candidate_nodes': list(candidate_nodes)}
-        if traits:
-            attrs['traits'] = list(traits)
-        if name is not None:
-            attrs['name'] = name
-        if uuid is not None:
-            attrs['uuid'] = uuid
-        if extra:
-            attrs['extra'] = dict(extra)
-        proxy = self._allocation_proxy()
-        res = self._allocation_call('POST', '/allocations',
-                                    proxy.create_allocation, **attrs)
-        return Allocation.from_sdk(res)
-
-    def get_allocation(self, allocation):
-        """Read one allocation.
-
-        :param allocation: its UUID or name.
-        :returns: an :class:`Allocation`, or None when it does not exist.
-        :raises IronicUnavailable: Ironic cannot be reached or failed.
-        :raises AllocationRequestRefused: Ironic refused the request.
-        """
-        proxy = self._allocation_proxy()
-        res = self._allocation_call(
-            'GET', '/allocations/%s' % allocation, proxy.get_allocation,
-            allocation, allow_missing=True)
-        if res is None:
-            return None
-        return Allocation.from_sdk(res)
-
-    def delete_allocation(self, allocation):
-        """Delete an allocation; a missing one is not an error.
-
-        Ironic clears the node's ``instance_uuid`` (and ``allocation_uuid``)
-        in the same transaction.
-
-        :param allocation: its UUID or name.
-        :returns: True when it was deleted, False when it did not exist.
-        :raises IronicUnavailable: Ironic cannot be reached or failed.
-        :raises AllocationRequestRefused: Ironic refused (409 when the node
-            is deployed and not in maintenance).
-        """
-        proxy = self._allocation_proxy()
-        res = self._allocation_call(
-            'DELETE', '/allocations/%s' % allocation,
-            proxy.delete_allocation, allocation, ignore_missing=True)
-        return res is not None
-
-    def list_allocations(self, **filters):
-        """List allocations, every page.
-
-        :param filters: API filters: ``node`` (UUID or name; Ironic
-            answers 400 for an unknown node), ``resource_class``,
-            ``state``, ``owner``.
-        :returns: a list of :class:`Allocation`.
-        :raises IronicUnavailable: Ironic cannot be reached or failed.
-        :raises AllocationRequestRefused: Ironic refused the query.
-        """
-        proxy = self._allocation_proxy()
-        query = dict(filters)
-        query.setdefault('limit', self.page_size)
-        return self._allocation_call(
-            'GET', '/allocations',
-            lambda: [Allocation.from_sdk(a)
-                     for a in proxy.allocations(**query)])
-
-
-#: The first API version with allocations (Ironic 12.1, Stein).
-ALLOCATION_MICROVERSION = '1.52'
-
-#: The states of an allocation.
-ALLOCATION_ALLOCATING = 'allocating'
-ALLOCATION_ACTIVE = 'active'
-ALLOCATION_ERROR = 'error'
-
-
-class Allocation(_Record):
-    """A read-only view of one Ironic allocation.
-
-    Attribute names follow openstacksdk's ``Allocation``: ``id`` is the
-    allocation's UUID and ``node_id`` the UUID of the node it holds.
-    """
-
-    __slots__ = ('id', 'name', 'state', 'node_id', 'resource_class',
-                 'traits', 'candidate_nodes', 'last_error', 'extra')
-
-    @classmethod
-    def from_sdk(cls, res):
-        """Build a record from an SDK ``Allocation`` resource.
-
-        :param res: an ``openstack.baremetal.v1.allocation.Allocation``.
-        :returns: an :class:`Allocation`.
-        """
-        return cls(id=res.id, name=res.name, state=res.state,
-                   node_id=res.node_id, resource_class=res.resource_class,
-                   traits=tuple(res.traits or ()),
-                   candidate_nodes=tuple(res.candidate_nodes or ()),
-                   last_error=res.last_error, extra=dict(res.extra or {}))
-
-    @property
-    def node_uuid(self):
-        """The allocated node's UUID (API name), or ``None``."""
-        return self.node_id
-
-    def __repr__(self):
-        return '<Allocation %s state=%s node=%s>' % (
-            self.id, self.state, self.node_id)

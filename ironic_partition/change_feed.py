@@ -181,18 +181,20 @@ def _not_found(error):
     return getattr(error.kwargs.get('reason'), 'status_code', None) == 404
 
 
-def _run_both(first, second):
+def _run_both(executor, first, second):
     """Run two calls at once; return both results, or raise the first error.
 
-    :param first: a callable, run in a thread of its own.
+    :param executor: the client's executor.
+    :param first: a callable, run on the executor.
     :param second: a callable, run in this thread.
-    :returns: ``[first(), second()]``.
+    :returns: ``[first(), second()]``; ``first`` has ended in any case.
     """
-    with futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix='ironic-partition') as pool:
-        pending = pool.submit(first)
+    pending = executor.submit(first)
+    try:
         other = second()
-        return [pending.result(), other]
+    finally:
+        futures.wait([pending])
+    return [pending.result(), other]
 
 
 class ChangeFeed(object):
@@ -246,6 +248,7 @@ class ChangeFeed(object):
         # waits for Ironic once, not twice.
         (updated, newest_u, anchors, candidates), (created, newest_c, _b) = \
             _run_both(
+                self.client.executor,
                 lambda: self._updated_pass(since, overlap, microversion,
                                            meter, anchors),
                 lambda: self._feed_pass('created_at', since, overlap,
@@ -458,7 +461,7 @@ class ChangeFeed(object):
                 # nodes from an anchor, which needs none.
                 return _EPOCH
         stamps = _run_both(
-            updated,
+            self.client.executor, updated,
             lambda: self._newest_stamp('created_at', microversion, meter))
         # NOTE(ironic-partition): one watermark, as node_changes keeps.
         mark = max(stamps)

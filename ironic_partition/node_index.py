@@ -184,17 +184,18 @@ class NodeIndex(object):
         # NOTE(ironic-partition): the watermark is read while the first
         # page is: a change committed since is newer than it, and the
         # next change feed reads it.
-        with futures.ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix='ironic-partition') as pool:
-            stamps = pool.submit(self.feed.newest_stamp, mv,
-                                 self.overlap)
+        stamps = self.client.executor.submit(self.feed.newest_stamp, mv,
+                                             self.overlap)
+        try:
             meter = self._list_pages(conductor_group, shard)
-            try:
-                mark, head = stamps.result()
-            except change_feed.ChangeFeedUnavailable as e:
-                self._feed_unusable(e)
-                mark = None
-                head = baremetal.Meter()
+        finally:
+            futures.wait([stamps])
+        try:
+            mark, head = stamps.result()
+        except change_feed.ChangeFeedUnavailable as e:
+            self._feed_unusable(e)
+            mark = None
+            head = baremetal.Meter()
         nodes = self.nodes
         self._mark = mark
         self._synced_at = started

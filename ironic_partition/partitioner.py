@@ -735,6 +735,7 @@ class Partitioner(object):
             restart (``[ironic_partition] hand_over_on_stop``).
         :returns: the number of claims released.
         """
+        self.client.close()
         if self.claims is None:
             return 0
         with self._lock:

@@ -14,6 +14,8 @@
 
 """What the fake Ironic clients of the unit tests share."""
 
+import futurist
+
 from ironic_partition import change_feed
 
 
@@ -26,6 +28,12 @@ class FullListingMixin(object):
     """
 
     page_size = 1000
+
+    #: The calls a real client runs on its executor run in the caller.
+    executor = futurist.SynchronousExecutor()
+
+    def close(self):
+        pass
 
     def get_json(self, path, params, microversion=None, meter=None):
         # Only the change feed reads the API directly.

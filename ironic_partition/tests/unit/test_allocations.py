@@ -37,6 +37,7 @@ from ironic_partition import baremetal
 from ironic_partition.cmd import reserve as reserve_cmd
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
+from ironic_partition import ironic_allocations
 from ironic_partition.membership import static
 from ironic_partition import partitioner
 from ironic_partition.tests import base
@@ -791,19 +792,19 @@ class TestClientAllocations(ReserverTestCase):
         self.make([api_node(0)], peers=['cn1'])
         self.ironic.max_version = (1, 46)
         exc = self.assertRaises(exception.AllocationsNotSupported,
-                                self.client.list_allocations)
+                                self.reserver.api.list_allocations)
         self.assertIn('need API version 1.52', str(exc))
         self.assertIn('supports up to 1.46', str(exc))
 
     def test_empty_candidates_are_refused(self):
         self.make([api_node(0)], peers=['cn1'])
-        self.assertRaises(ValueError, self.client.create_allocation,
+        self.assertRaises(ValueError, self.reserver.api.create_allocation,
                           'baremetal', [])
         self.assertEqual([], self.ironic.created)
 
     def test_records(self):
         self.make([api_node(0)], peers=['cn1'])
-        alloc = self.client.create_allocation(
+        alloc = self.reserver.api.create_allocation(
             'baremetal', [_uuid(0)], traits=['CUSTOM_X'], name='a',
             extra={'k': 'v'})
         self.assertEqual('allocating', alloc.state)
@@ -811,10 +812,10 @@ class TestClientAllocations(ReserverTestCase):
         self.assertEqual(('CUSTOM_X',), alloc.traits)
         self.assertEqual({'k': 'v'}, alloc.extra)
         self.assertRaises(AttributeError, setattr, alloc, 'state', 'x')
-        self.assertEqual([alloc], self.client.list_allocations())
-        self.assertIsNone(self.client.get_allocation('missing'))
-        self.assertTrue(self.client.delete_allocation(alloc.id))
-        self.assertFalse(self.client.delete_allocation(alloc.id))
+        self.assertEqual([alloc], self.reserver.api.list_allocations())
+        self.assertIsNone(self.reserver.api.get_allocation('missing'))
+        self.assertTrue(self.reserver.api.delete_allocation(alloc.id))
+        self.assertFalse(self.reserver.api.delete_allocation(alloc.id))
 
     def test_error_mapping(self):
         self.make([api_node(0)], peers=['cn1'])
@@ -828,7 +829,7 @@ class TestClientAllocations(ReserverTestCase):
                  exception.AllocationRequestRefused)):
             with mock.patch.object(self.ironic, 'allocations',
                                    autospec=True, side_effect=fault):
-                self.assertRaises(expected, self.client.list_allocations)
+                self.assertRaises(expected, self.reserver.api.list_allocations)
 
     def test_discovery_failure_is_unavailable(self):
         class Down(object):
@@ -837,7 +838,8 @@ class TestClientAllocations(ReserverTestCase):
                 raise ks_exc.DiscoveryFailure('no version document')
         client = baremetal.IronicClient(connection=Down())
         exc = self.assertRaises(exception.IronicUnavailable,
-                                client.get_allocation, 'x')
+                                ironic_allocations.AllocationAPI(
+                                    client).get_allocation, 'x')
         self.assertIn('no version document', str(exc))
 
 

@@ -208,6 +208,38 @@ class TestNodesForInstances(base.TestCase):
         self.assertEqual(baremetal.LOOKUP_WORKERS, proxy.most)
 
 
+class TestExecutor(base.TestCase):
+
+    def test_one_executor_for_the_life_of_the_client(self):
+        proxy = FakeProxy(_api_nodes(25))
+        client = baremetal.IronicClient(
+            connection=mock.Mock(baremetal=proxy), page_size=10)
+        self.addCleanup(client.close)
+        executor = client.executor
+        for _ in range(3):
+            self.assertEqual(25, len(client.list_nodes()))
+        self.assertIs(executor, client.executor)
+        # The prefetching worker went back to the pool each time.
+        self.assertLessEqual(len(executor._workers), 2)
+        client.close()
+        self.assertRaises(RuntimeError, executor.submit, lambda: None)
+        # A later call starts a new one.
+        self.assertEqual(25, len(client.list_nodes()))
+        self.assertIsNot(executor, client.executor)
+
+    def test_an_abandoned_listing_lets_its_worker_go(self):
+        proxy = FakeProxy(_api_nodes(25))
+        client = baremetal.IronicClient(
+            connection=mock.Mock(baremetal=proxy), page_size=10)
+        self.addCleanup(client.close)
+        pages = client.node_pages()
+        next(pages)
+        pages.close()
+        # The worker is free again: a look-up can run on it.
+        future = client.executor.submit(lambda: 'free')
+        self.assertEqual('free', future.result(timeout=10))
+
+
 class TestConnectionFromConf(base.TestCase):
 
     def test_registers_keystoneauth_options(self):
