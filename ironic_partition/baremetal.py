@@ -31,7 +31,6 @@ instead of an error.
 from concurrent import futures
 import datetime
 import email.utils
-import queue
 import sys
 import threading
 import time
@@ -47,6 +46,7 @@ import requests
 
 from ironic_partition import _urls
 from ironic_partition import exception
+from ironic_partition import prefetch
 
 LOG = logging.getLogger(__name__)
 
@@ -203,67 +203,6 @@ class Node(Record):
 #: (API field, record attribute) for every field of a :class:`Node`.
 _API_FIELDS = tuple((api, _RENAMES.get(api, api))
                     for api in NODE_FIELDS + ('shard',))
-
-
-class _Prefetcher(object):
-    """Runs a generator one item ahead, on the client's executor.
-
-    A worker fetches the next page (waiting on Ironic) while the caller
-    processes the current one. At most one page waits in the queue.
-    Errors are raised to the caller at the point they would have been.
-    In an eventlet-patched process the worker is a green thread and the
-    pipelining becomes cooperative, which stays correct.
-
-    :param generator: the generator to run ahead.
-    :param executor: the client's executor.
-    """
-
-    _DONE = object()
-
-    def __init__(self, generator, executor):
-        self._generator = generator
-        self._queue = queue.Queue(maxsize=1)
-        self._stopped = threading.Event()
-        self._future = executor.submit(self._run)
-
-    def _put(self, item):
-        while not self._stopped.is_set():
-            try:
-                self._queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _run(self):
-        try:
-            for item in self._generator:
-                if not self._put((item, None)):
-                    return
-            self._put((self._DONE, None))
-        except BaseException as e:
-            self._put((None, e))
-        finally:
-            self._generator.close()
-
-    def __iter__(self):
-        while True:
-            item, error = self._queue.get()
-            if error is not None:
-                raise error
-            if item is self._DONE:
-                return
-            yield item
-
-    def close(self):
-        """Stop fetching; wait for the worker to let go of the generator."""
-        self._stopped.set()
-        try:
-            while True:
-                self._queue.get_nowait()
-        except queue.Empty:
-            pass
-        futures.wait([self._future])
 
 
 class Meter(object):
@@ -523,9 +462,9 @@ class IronicClient(object):
         """
         params, microversion = self._node_query(conductor_group, fields,
                                                 shard, filters)
-        bodies = _Prefetcher(self.page_bodies('/nodes', 'nodes', params,
-                                              microversion, meter),
-                             self.executor)
+        bodies = prefetch.Prefetcher(
+            self.page_bodies('/nodes', 'nodes', params, microversion, meter),
+            self.executor)
         try:
             for page in bodies:
                 yield [Node.from_api(n) for n in page]
