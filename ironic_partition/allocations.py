@@ -452,7 +452,7 @@ class Reserver(object):
     def _partition(self):
         """The latest refresh of the partitioner; refresh if there is none.
 
-        :returns: a :class:`~ironic_partition.partitioner.RefreshResult`.
+        :returns: a :class:`~ironic_partition.refresh_result.RefreshResult`.
         """
         result = self.partitioner.last_result
         if result is not None:

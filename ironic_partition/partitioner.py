@@ -55,7 +55,6 @@ until the instance leaves. The few instances the group listing did not
 show are looked up one by one (never an unfiltered listing of the fleet).
 """
 
-import dataclasses
 import threading
 import time
 
@@ -67,113 +66,12 @@ from ironic_partition import claims as claims_mod
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition import node_index
+from ironic_partition import readonly
+from ironic_partition import refresh_result
 from ironic_partition.ring import base as ring_base
 from ironic_partition import rules
 
 LOG = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class RefreshMetrics(object):
-    """What one refresh cost.
-
-    :param listed: nodes of the partition (and of this service's
-        instances outside it) the rules saw.
-    :param full: True when Ironic was listed in full, False when only its
-        change feed was read.
-    :param changed: node records the change feed applied (the nodes
-        listed, for a full listing).
-    :param api_calls: Ironic API calls made.
-    :param http_seconds: seconds spent in those calls.
-    :param seconds: seconds the whole refresh took.
-    :param claim_seconds: seconds the claim round took.
-    :param instance_lookups: ``GET /v1/nodes?instance_uuid=`` look-ups
-        made for this service's instances the listing did not show (part
-        of ``api_calls``).
-    """
-
-    listed: int
-    full: bool
-    changed: int
-    api_calls: int
-    http_seconds: float
-    seconds: float
-    claim_seconds: float = 0.0
-    instance_lookups: int = 0
-
-
-_NO_CLAIMS = frozenset()
-
-
-@dataclasses.dataclass(frozen=True)
-class RefreshResult(object):
-    """What one refresh found.
-
-    :param settings: the :data:`~ironic_partition.conf.PartitionSettings`
-        in force.
-    :param membership: the membership the ring was built from.
-    :param ring_ownership: the :data:`~ironic_partition.rules.Ownership`
-        the rules decided.
-    :param ownership: the same, with ``by_ring``, ``by_instance`` (and
-        ``managed``) cut down to the nodes this service holds claims on;
-        equal to ``ring_ownership`` when claims are off.
-    :param nodes: the managed nodes, by UUID (slim records).
-    :param gained: UUIDs managed now and not at the previous refresh.
-    :param lost: UUIDs managed at the previous refresh and not now.
-    :param claims: the :class:`~ironic_partition.claims.ClaimOutcome` of
-        this refresh's claim round, or None when claims are off.
-    :param metrics: the :class:`RefreshMetrics`.
-    """
-
-    settings: object
-    membership: object
-    ring_ownership: object
-    ownership: object
-    nodes: dict
-    gained: frozenset
-    lost: frozenset
-    claims: object
-    metrics: RefreshMetrics
-
-    @property
-    def members(self):
-        """The ring members, sorted."""
-        return tuple(sorted(self.membership.live))
-
-    @property
-    def claimed(self):
-        """UUIDs whose claim was taken in this refresh."""
-        return self.claims.claimed if self.claims else _NO_CLAIMS
-
-    @property
-    def released(self):
-        """UUIDs whose claim was released in this refresh."""
-        return self.claims.released if self.claims else _NO_CLAIMS
-
-    @property
-    def fenced(self):
-        """Wanted nodes not reported: no valid claim could be proven."""
-        return self.claims.fenced if self.claims else _NO_CLAIMS
-
-    @property
-    def waiting(self):
-        """Wanted nodes not reported: another process holds their claim.
-
-        Ring nodes, and nodes of this service's own instances (after a
-        takeover, until the previous process's lease runs out).
-        """
-        return self.claims.waiting if self.claims else _NO_CLAIMS
-
-    @property
-    def valid_until(self):
-        """Until when (monotonic) the claimed nodes may be reported.
-
-        None when claims are off (no limit) or no claimed node is
-        reported.
-        """
-        if not self.claims or not self.claims.reported:
-            return None
-        return self.claims.valid_until
 
 
 def _shard_kwargs(settings):
@@ -185,17 +83,6 @@ def _shard_kwargs(settings):
     """
     # NOTE(ironic-partition): shard (issue 15).
     return {'shard': settings.shard} if settings.shard is not None else {}
-
-
-def _describe(settings):
-    """The partition of some settings, for log lines.
-
-    :param settings: a :data:`~ironic_partition.conf.PartitionSettings`.
-    :returns: the conductor group, followed by the shard when one is set.
-    """
-    if settings.shard is None:
-        return repr(settings.partition_key)
-    return '%r shard %r' % (settings.partition_key, settings.shard)
 
 
 class Partitioner(object):
@@ -269,7 +156,8 @@ class Partitioner(object):
         self._nodeless = frozenset()
         self._stale_since = None
         self._announce = False
-        #: The last successful :class:`RefreshResult`, or ``None``.
+        #: The last successful :class:`~ironic_partition.refresh_result.
+        #: RefreshResult`, or ``None``.
         self.last_result = None
 
     @property
@@ -483,7 +371,7 @@ class Partitioner(object):
             iterable read only after the Ironic listing.
         :param instance_hosts: optional mapping of instance UUID to the
             host owning it, to report stranded nodes.
-        :returns: a :class:`RefreshResult`.
+        :returns: a :class:`~ironic_partition.refresh_result.RefreshResult`.
         :raises PartitionNotReady: this service cannot prove what it owns
             (Ironic, the membership or the claims database unavailable,
             the host name lost, a partition key nothing serves); the
@@ -515,42 +403,23 @@ class Partitioner(object):
             by_id = {n.id: n for n in nodes if n.id in managed}
             previous = (frozenset(self.last_result.nodes)
                         if self.last_result is not None else frozenset())
-            metrics = RefreshMetrics(
+            metrics = refresh_result.RefreshMetrics(
                 listed=len(nodes), full=update.full, changed=update.changed,
                 api_calls=update.calls + extra.calls,
                 http_seconds=update.http_seconds + extra.http_seconds,
                 seconds=self._clock() - start,
                 claim_seconds=outcome.seconds if outcome else 0.0,
                 instance_lookups=asked)
-            result = RefreshResult(
+            result = refresh_result.RefreshResult(
                 settings=settings, membership=membership,
                 ring_ownership=ring_ownership, ownership=ownership,
                 nodes=by_id, gained=managed - previous,
                 lost=previous - managed, claims=outcome, metrics=metrics)
             self.last_result = result
             announce, self._announce = self._announce, False
-        self._log(result, announce)
-        self._warn_overrun(result)
+        result.log(announce)
+        result.warn_overrun(self.cadence)
         return result
-
-    def _warn_overrun(self, result):
-        # NOTE(ironic-partition): the I2 bound (safety.rst) and the lease
-        # both assume a refresh ends within refresh_interval; say so when
-        # it does not, with the figures an operator needs to act.
-        interval = self.cadence.interval
-        if result.metrics.seconds <= interval:
-            return
-        option = self.cadence.interval_option
-        LOG.warning('Refresh took %(secs).1f s (Ironic %(http).1f s), '
-                    'longer than %(option)s (%(interval)s s): nodes of a '
-                    'failed service may stay unreported longer than '
-                    'service_down_time + 2 x that interval. The claims are '
-                    'renewed by a timer of their own and do not lapse. '
-                    'Raise %(option)s or reduce the load on the Ironic '
-                    'API.',
-                    {'secs': result.metrics.seconds,
-                     'http': result.metrics.http_seconds,
-                     'interval': interval, 'option': option})
 
     def _claim(self, ownership, settings):
         """Cut the ring's nodes down to those this service holds claims on.
@@ -654,30 +523,12 @@ class Partitioner(object):
     def claimed_by_others(self, node_ids):
         """Read which nodes another service holds a valid claim on.
 
-        For a consumer that hands nodes out without holding claims of its
-        own (``ironic-partition reserve``): a node the ring gives this
-        host may still be claimed by a peer, until its lease runs out.
-
-        :param node_ids: node UUIDs.
-        :returns: a frozenset of those validly claimed by another host;
-            empty when claims are off.
-        :raises MembershipError: the claims database cannot be read.
+        See :func:`ironic_partition.readonly.claimed_by_others`.
         """
-        store = self.store
-        if store is None or not claim_settings.wanted(self.conf, store):
-            return frozenset()
-        role = (getattr(self.membership, 'role', None) or
-                claims_mod.DEFAULT_ROLE)
-        host = self._settings.host.lower()
-        try:
-            snapshot = store.claims.read_claims(role, node_ids=node_ids)
-        except claims_mod.DATABASE_ERRORS as e:
-            if isinstance(e, exception.MembershipError):
-                raise
-            raise exception.MembershipError(
-                reason='cannot read the ownership claims: %s' % e) from e
-        return frozenset(c.node_id for c in snapshot.claims
-                         if c.valid and c.owner != host)
+        return readonly.claimed_by_others(
+            self.conf, self.store,
+            getattr(self.membership, 'role', None) or
+            claims_mod.DEFAULT_ROLE, self._settings.host, node_ids)
 
     def claim_holder(self, node_id):
         """Read who holds a valid claim on a node, by the database.
@@ -740,29 +591,3 @@ class Partitioner(object):
             return 0
         with self._lock:
             return self.claims.stop(release=release)
-
-    @staticmethod
-    def _log(result, announce):
-        own = result.ownership
-        metrics = result.metrics
-        params = {'managed': len(result.nodes), 'listed': metrics.listed,
-                  'key': _describe(result.settings),
-                  'members': ','.join(result.members),
-                  'gained': len(result.gained), 'lost': len(result.lost),
-                  'inst': len(own.by_instance), 'stranded': len(own.stranded),
-                  'released': len(result.released),
-                  'fenced': len(result.fenced),
-                  'claimed': len(result.claimed),
-                  'waiting': len(result.waiting),
-                  'how': 'listed in full' if metrics.full else
-                  '%d changes' % metrics.changed,
-                  'secs': metrics.seconds}
-        if announce:
-            LOG.info('Now managing %(managed)d of %(listed)d nodes of '
-                     'partition %(key)s with members %(members)s', params)
-        LOG.info('Refresh: managing %(managed)d of %(listed)d nodes of '
-                 'partition %(key)s (%(inst)d with our instances); gained '
-                 '%(gained)d, lost %(lost)d, claimed %(claimed)d, released '
-                 '%(released)d, waiting %(waiting)d, fenced %(fenced)d, '
-                 'stranded %(stranded)d; members %(members)s; '
-                 '%(how)s, %(secs).2f s', params)

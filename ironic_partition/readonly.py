@@ -28,6 +28,8 @@ from oslo_log import log as logging
 from sqlalchemy.engine import url as sa_url
 
 from ironic_partition._i18n import _
+from ironic_partition import claim_settings
+from ironic_partition import claims as claims_mod
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
@@ -137,3 +139,33 @@ def read_members(backend, settings):
     peers = settings.peer_list if ip_conf.is_partitioned(settings) else None
     extra = {'shard': settings.shard} if settings.shard is not None else {}
     return backend.members(settings.partition_key, peers, **extra)
+
+
+def claimed_by_others(conf, store, role, host, node_ids):
+    """Read which nodes another service holds a valid claim on.
+
+    For a consumer that hands nodes out without holding claims of its
+    own (``ironic-partition reserve``): a node the ring gives this host
+    may still be claimed by a peer, until its lease runs out.
+
+    :param conf: the parsed ``ConfigOpts``.
+    :param store: the membership backend's store, or None.
+    :param role: the role the claims are kept under.
+    :param host: this host's name.
+    :param node_ids: node UUIDs.
+    :returns: a frozenset of those validly claimed by another host;
+        empty when claims are off.
+    :raises MembershipError: the claims database cannot be read.
+    """
+    if store is None or not claim_settings.wanted(conf, store):
+        return frozenset()
+    host = host.lower()
+    try:
+        snapshot = store.claims.read_claims(role, node_ids=node_ids)
+    except claims_mod.DATABASE_ERRORS as e:
+        if isinstance(e, exception.MembershipError):
+            raise
+        raise exception.MembershipError(
+            reason='cannot read the ownership claims: %s' % e) from e
+    return frozenset(c.node_id for c in snapshot.claims
+                     if c.valid and c.owner != host)

@@ -301,7 +301,7 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
         the same, latest claim round, or a node could be released while
         a report of an older round still lists it.
 
-        :returns: the :class:`~ironic_partition.partitioner.RefreshResult`,
+        :returns: the :class:`~ironic_partition.refresh_result.RefreshResult`,
             or None when not ready.
         """
         with self._refresh_lock:

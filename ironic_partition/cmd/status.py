@@ -48,7 +48,7 @@ def gather(conf, role, instance_hosts=None, progress=None):
     :param instance_hosts: instance UUID to host, or None.
     :param progress: a :class:`~ironic_partition.cmd._output.Progress`.
     :returns: a dict with ``settings``, ``conductors``, ``result`` (a
-        :class:`~ironic_partition.partitioner.RefreshResult`),
+        :class:`~ironic_partition.refresh_result.RefreshResult`),
         ``ring_mode``, ``stranded``, ``instance_hosts``, ``backend`` (its
         status dict), ``role``, ``claims`` (see :func:`read_claims`) and
         ``feed_problem`` (why Ironic's change feed cannot be used, read
@@ -169,7 +169,7 @@ def _stranded(part, result, instance_hosts):
     refresh filled: the group is listed once, never again for these.
 
     :param part: the :class:`~ironic_partition.partitioner.Partitioner`.
-    :param result: its :class:`~ironic_partition.partitioner.RefreshResult`.
+    :param result: its :class:`~ironic_partition.refresh_result.RefreshResult`.
     :param instance_hosts: instance UUID to host.
     :returns: a list of dicts with ``node``, ``instance``, ``owner`` and
         ``suggested_host`` (the live member the ring maps the node to).

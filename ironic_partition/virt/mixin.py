@@ -204,7 +204,7 @@ class PartitionMixin(object):
             spawned during a long listing is not missed).
         :param instance_hosts: optional mapping of instance UUID to its
             owner's host, to report stranded nodes.
-        :returns: the :class:`~ironic_partition.partitioner.RefreshResult`.
+        :returns: the :class:`~ironic_partition.refresh_result.RefreshResult`.
         :raises: what :meth:`partition_not_ready` returns, when Ironic or
             the membership is unavailable. The node cache then keeps the
             last good partition, for status reporting only.
