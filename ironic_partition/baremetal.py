@@ -36,7 +36,6 @@ import threading
 import time
 import urllib.parse
 
-import futurist
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from openstack import connection
@@ -318,8 +317,8 @@ class IronicClient(object):
     def executor(self):
         """The one executor of this client's concurrent calls.
 
-        A futurist thread pool of at most :data:`EXECUTOR_WORKERS` daemon
-        workers, started on first use and kept for the life of the client: page
+        A thread pool of at most :data:`EXECUTOR_WORKERS` workers, started
+        on first use and kept for the life of the client: page
         prefetching, look-ups of instances, and the two reads of a
         refresh that run at once (:mod:`ironic_partition.node_index`,
         :mod:`ironic_partition.change_feed`) all run on it, instead of a
@@ -327,12 +326,16 @@ class IronicClient(object):
         """
         with self._executor_lock:
             if self._executor is None:
-                # NOTE(ironic-partition): grows while its workers are
-                # busy, up to the bound, and shrinks when they idle: a
-                # worker waiting on a page is busy, so nested calls (a
-                # read of the feed that prefetches) never starve.
-                self._executor = futurist.DynamicThreadPoolExecutor(
-                    max_workers=EXECUTOR_WORKERS)
+                # NOTE(ironic-partition): the standard library's pool,
+                # not futurist's: importing futurist imports eventlet
+                # wherever it is installed (every host with oslo.service),
+                # which prints eventlet's deprecation warning in every
+                # command and is what this project keeps out of its
+                # processes. This pool reuses an idle worker before it
+                # starts another, up to the bound.
+                self._executor = futures.ThreadPoolExecutor(
+                    max_workers=EXECUTOR_WORKERS,
+                    thread_name_prefix='ironic-partition')
             return self._executor
 
     def close(self):

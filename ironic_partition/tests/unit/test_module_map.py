@@ -17,6 +17,8 @@
 import ast
 import os
 import re
+import subprocess
+import sys
 
 import ironic_partition
 from ironic_partition.tests import base
@@ -82,6 +84,22 @@ class ModuleMapTestCase(base.TestCase):
     def test_layers_are_known(self):
         self.assertEqual({}, {p: layer for p, layer in self.rows.items()
                               if layer not in LAYERS})
+
+    def test_no_eventlet_in_our_processes(self):
+        # The entry points a process loads never import eventlet (a
+        # library that does, futurist, is kept out): the agent and the CLI
+        # run native threads, and inside nova-compute nova decides.
+        code = ('import sys\n'
+                'import ironic_partition.cmd.cli\n'
+                'import ironic_partition.cmd.agent\n'
+                'import ironic_partition.virt.mixin\n'
+                'import ironic_partition.inspection.mapping\n'
+                'print(sorted(m for m in sys.modules\n'
+                '             if m.split(".")[0] in\n'
+                '             ("eventlet", "futurist")))')
+        found = subprocess.run([sys.executable, '-c', code], check=True,
+                               capture_output=True, text=True)
+        self.assertEqual('[]', found.stdout.strip(), found.stderr)
 
     def test_no_module_imports_a_higher_layer(self):
         layer_of = {_module(p): LAYERS.index(layer)
