@@ -35,6 +35,7 @@ import threading
 from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import enroll
 from ironic_partition.testing import ironic
+from ironic_partition.testing import process as harness_process
 
 LOG = logging.getLogger(__name__)
 
@@ -212,14 +213,15 @@ def cmd_cleanup(args):
     if args.state_file and os.path.exists(args.state_file):
         state = _load_state(args.state_file)
         pids = [state['api']['pid']] + [c['pid'] for c in state['conductors']]
-        for pid in ironic.pids_alive(pids):
+        for pid in harness_process.pids_alive(pids):
             LOG.info('Killing process group %s', pid)
             try:
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        ironic.wait_for(
-            lambda: not any(ironic.group_members(pid) for pid in pids),
+        harness_process.wait_for(
+            lambda: not any(harness_process.group_members(pid)
+                            for pid in pids),
             30, 'the process groups %s to vanish' % pids)
         workdir = state.get('workdir') or ''
         if (os.path.basename(workdir).startswith(ironic.WORKDIR_PREFIX)
@@ -233,7 +235,7 @@ def cmd_cleanup(args):
     for backend in args.db_backend:
         for name in harness_db.list_leftover_databases(backend):
             owner = _owner_pid(name)
-            if owner and ironic.pids_alive([owner]) and not args.all:
+            if owner and harness_process.pids_alive([owner]) and not args.all:
                 LOG.info('Keeping %s: its harness (pid %s) still runs',
                          name, owner)
                 continue

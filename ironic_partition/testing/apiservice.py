@@ -34,7 +34,7 @@ from keystoneauth1 import token_endpoint
 from testtools import content
 
 from ironic_partition.testing import db as harness_db
-from ironic_partition.testing import ironic as harness_ironic
+from ironic_partition.testing import process as harness_process
 
 LOG = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def data_file(project, name):
         path = os.path.join(root, 'etc', project, name)
         if os.path.exists(path):
             return path
-    raise harness_ironic.HarnessError(
+    raise harness_process.HarnessError(
         '%s of %s not found under %s/etc or /etc; is %s installed in this '
         'environment?' % (name, project, sys.prefix, project))
 
@@ -128,7 +128,7 @@ class APIServiceFixture(fixtures.Fixture):
         if self.own_database:
             self.database = self.useFixture(harness_db.DatabaseFixture(
                 self.db_backend, workdir=self.workdir))
-        self.port = harness_ironic.free_port()
+        self.port = harness_process.free_port()
         self.confdir = os.path.join(self.workdir, 'etc')
         os.makedirs(self.confdir)
         self.configure()
@@ -138,18 +138,18 @@ class APIServiceFixture(fixtures.Fixture):
         if self.clear_argv:
             env['IRONIC_PARTITION_WSGI_APP'] = app
             app = 'ironic_partition.testing._wsgi:application'
-        self.service = harness_ironic.Service(
+        self.service = harness_process.Service(
             name=self.name, log_path=self.log_path, env=env, argv=[
-                harness_ironic.bin_path('gunicorn'),
+                harness_process.bin_path('gunicorn'),
                 '--bind', '127.0.0.1:%d' % self.port, '--workers', '1',
                 '--threads', str(self.threads), '--timeout', '300',
                 '--no-control-socket', app])
         self.addCleanup(self.service.stop)
         self.service.start()
         self.session = admin_session()
-        harness_ironic.wait_for(self.ready, self.start_timeout,
-                                '%s at %s' % (self.name, self.endpoint),
-                                interval=0.5, check=self.check)
+        harness_process.wait_for(self.ready, self.start_timeout,
+                                 '%s at %s' % (self.name, self.endpoint),
+                                 interval=0.5, check=self.check)
         self.started()
 
     # -- what a subclass provides -------------------------------------
@@ -197,7 +197,7 @@ class APIServiceFixture(fixtures.Fixture):
         :raises: HarnessError when it fails.
         """
         from ironic_partition.testing import nova as harness_nova
-        harness_nova._run([harness_ironic.bin_path(argv[0])] +
+        harness_nova._run([harness_process.bin_path(argv[0])] +
                           list(argv[1:]), self.log_path)
 
     def check(self):
@@ -207,9 +207,9 @@ class APIServiceFixture(fixtures.Fixture):
         """
         if self.service is not None and self.service.process is not None \
                 and not self.service.running():
-            raise harness_ironic.HarnessError('%s exited with %s: %s' % (
+            raise harness_process.HarnessError('%s exited with %s: %s' % (
                 self.name, self.service.process.returncode,
-                harness_ironic._tail(self.log_path)))
+                harness_process.tail(self.log_path)))
 
     def ready(self):
         """Tell whether the API answers its root document.

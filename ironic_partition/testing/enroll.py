@@ -29,6 +29,7 @@ import sys
 import openstack.connection
 
 from ironic_partition.testing import ironic
+from ironic_partition.testing import process as harness_process
 
 LOG = logging.getLogger(__name__)
 
@@ -184,8 +185,10 @@ def bulk_enroll(config_file, count, groups,
     proc = subprocess.run(argv, input=json.dumps(spec).encode(),
                           capture_output=True, timeout=timeout)
     if proc.returncode:
-        raise ironic.HarnessError('Bulk enrollment failed (%s): %s' % (
-            proc.returncode, proc.stderr.decode('utf-8', 'replace')[-4000:]))
+        raise harness_process.HarnessError(
+            'Bulk enrollment failed (%s): %s' % (
+                proc.returncode,
+                proc.stderr.decode('utf-8', 'replace')[-4000:]))
     uuids = json.loads(proc.stdout.decode('utf-8'))
     LOG.info('Inserted %d nodes', len(uuids))
     return [{'uuid': node_uuid, 'name': '%s-%d' % (name_prefix, start + i),

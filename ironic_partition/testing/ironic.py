@@ -20,17 +20,12 @@ cleanups stop every group and drop the database, whatever the test did.
 """
 
 import collections
-import fcntl
 import json
 import logging
 import os
-import random
-import re
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -40,6 +35,7 @@ import fixtures
 from testtools import content
 
 from ironic_partition.testing import db as harness_db
+from ironic_partition.testing import process
 
 LOG = logging.getLogger(__name__)
 
@@ -93,339 +89,13 @@ _ENABLED_INTERFACES = {
 }
 
 
-_CHILD_CRASH_RE = re.compile(r'Child \d+ exited with status [1-9]')
-MAX_WORKER_CRASHES = 2
-
-
-class HarnessError(Exception):
-    """The harness could not bring Ironic to the requested state."""
-
-
-# Ports handed out by free_port(), with the lock file that reserves each
-# one for the life of this process.
-_RESERVED_PORTS = {}
-_PORT_LOCK_DIR = os.path.join(tempfile.gettempdir(),
-                              'ironic-partition-test-ports')
-_PORT_FLOOR = 20000
-
-
-def _ephemeral_range():
-    """The kernel's range for outgoing connections' local ports."""
-    try:
-        with open('/proc/sys/net/ipv4/ip_local_port_range') as stream:
-            low, high = (int(x) for x in stream.read().split())
-            return low, high
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
-def _port_candidates():
-    """Ports outside the ephemeral range, in a per-process random order."""
-    low, high = _ephemeral_range()
-    if low - _PORT_FLOOR >= 1000:
-        ports = list(range(_PORT_FLOOR, low))
-    else:
-        ports = list(range(high + 1, 65536))
-    random.Random(os.getpid() ^ time.monotonic_ns()).shuffle(ports)
-    return ports
-
-
-def free_port(host='127.0.0.1'):
-    """Return a TCP port reserved for this process that nothing listens on.
-
-    ``bind(0)`` then ``close()`` is racy: the port comes from the kernel's
-    ephemeral range, so any outgoing connection (to the database, to
-    RabbitMQ) may take it as its local port before the conductor binds it,
-    and the conductor then fails with ``EADDRINUSE``. So the port is taken
-    from below the ephemeral range, which the kernel never hands out on
-    its own, and reserved against other test processes (stestr workers,
-    benchmarks) by an exclusive lock on a file named after it, held until
-    this process exits.
-
-    :param host: the address to probe.
-    :returns: the port number.
-    :raises: HarnessError when no port could be reserved.
-    """
-    os.makedirs(_PORT_LOCK_DIR, exist_ok=True)
-    for port in _port_candidates():
-        if port in _RESERVED_PORTS:
-            continue
-        path = os.path.join(_PORT_LOCK_DIR, '%d.lock' % port)
-        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            continue
-        try:
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.bind((host, port))
-        except OSError:
-            os.close(fd)
-            continue
-        _RESERVED_PORTS[port] = fd
-        return port
-    raise HarnessError('no free TCP port to reserve on %s' % host)
-
-
-def bin_path(name, bin_dir=None):
-    """Locate a console script of the running virtualenv.
-
-    :param name: the script name, e.g. ``ironic-conductor``.
-    :param bin_dir: the directory; next to ``sys.executable`` by default.
-    :returns: the absolute path.
-    :raises: HarnessError when the script is missing.
-    """
-    bin_dir = bin_dir or os.path.dirname(os.path.abspath(sys.executable))
-    path = os.path.join(bin_dir, name)
-    if not os.access(path, os.X_OK):
-        raise HarnessError('%s not found in %s; is ironic installed in this '
-                           'environment?' % (name, bin_dir))
-    return path
-
-
-def wait_for(predicate, timeout, what, interval=0.25, check=None):
-    """Poll ``predicate`` until it returns a true value or time runs out.
-
-    :param predicate: a callable without arguments.
-    :param timeout: seconds to wait at most.
-    :param what: a description for the error message.
-    :param interval: seconds between polls.
-    :param check: an optional callable run on every poll; it raises to
-        abort early (e.g. when a service died).
-    :returns: the first true value returned by ``predicate``.
-    :raises: HarnessError on timeout.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        if check is not None:
-            check()
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise HarnessError('Timed out after %ss waiting for %s'
-                               % (timeout, what))
-        time.sleep(interval)
-
-
-def group_members(pgid):
-    """Return the live (non-zombie) pids of a process group.
-
-    :param pgid: the process group id.
-    :returns: a sorted list of pids.
-    """
-    members = []
-    try:
-        entries = os.listdir('/proc')
-    except OSError:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return []
-        return [pgid]
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as stat:
-                fields = stat.read().rsplit(')', 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # NOTE(harness): after the command name: state, ppid, pgrp.
-        if int(fields[2]) == pgid and fields[0] not in ('Z', 'X'):
-            members.append(int(entry))
-    return sorted(members)
-
-
-def pids_alive(pids):
-    """Return those of ``pids`` that still run (zombies count as gone).
-
-    :param pids: an iterable of pids.
-    :returns: a sorted list of the live ones.
-    """
-    alive = []
-    for pid in pids:
-        try:
-            with open('/proc/%d/stat' % pid) as stat:
-                state = stat.read().rsplit(')', 1)[1].split()[0]
-        except FileNotFoundError:
-            continue
-        except OSError:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                continue
-            state = 'R'
-        if state not in ('Z', 'X'):
-            alive.append(pid)
-    return sorted(alive)
-
-
-class Service(object):
-    """One Ironic service process, leader of its own process group.
-
-    :param name: a short name, used for the log file (``<name>.log``).
-    :param argv: the command line.
-    :param log_path: where stdout and stderr go (appended).
-    :param env: the environment; the current one by default.
-    """
-
-    def __init__(self, name, argv, log_path, env=None):
-        self.name = name
-        self.argv = list(argv)
-        self.log_path = log_path
-        self.env = env
-        self.process = None
-        self.seen_pids = set()
-        self.log_offset = 0
-
-    def __repr__(self):
-        return '<%s %s pid=%s>' % (type(self).__name__, self.name, self.pid)
-
-    @property
-    def pid(self):
-        """The pid of the group leader, or None before the first start."""
-        return self.process.pid if self.process is not None else None
-
-    def start(self):
-        """Start the process (again) with the same command line.
-
-        :returns: None
-        :raises: HarnessError when it is already running.
-        """
-        if self.running():
-            raise HarnessError('%s is already running' % self.name)
-        with open(self.log_path, 'ab') as log:
-            self.log_offset = log.tell()
-            log.write(('--- harness: starting %s: %s\n'
-                       % (self.name, ' '.join(self.argv))).encode())
-            log.flush()
-            self.process = subprocess.Popen(
-                self.argv, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, env=self.env,
-                start_new_session=True, close_fds=True)
-        self.seen_pids.add(self.process.pid)
-        LOG.info('Started %s as pid %s', self.name, self.process.pid)
-
-    def running(self):
-        """Tell whether the group leader has not exited yet.
-
-        :returns: True while it runs (also while it is stopped by SIGSTOP).
-        """
-        return self.process is not None and self.process.poll() is None
-
-    def crashed_workers(self):
-        """Count worker processes that died since the last start.
-
-        The service launcher respawns a crashing worker forever, so the
-        parent stays up; its log is the only sign.
-
-        :returns: the number of ``Child N exited with status M`` lines
-            with a non-zero M.
-        """
-        try:
-            with open(self.log_path, 'rb') as log:
-                log.seek(self.log_offset)
-                text = log.read().decode('utf-8', 'replace')
-        except OSError:
-            return 0
-        return len(_CHILD_CRASH_RE.findall(text))
-
-    def group_pids(self):
-        """List the live processes of this service's process group.
-
-        :returns: a sorted list of pids (empty when nothing is left).
-        """
-        if self.process is None:
-            return []
-        members = group_members(self.process.pid)
-        self.seen_pids.update(members)
-        return members
-
-    def signal(self, signum):
-        """Send a signal to the whole process group.
-
-        :param signum: the signal number, e.g. ``signal.SIGKILL``.
-        :returns: None
-        """
-        if self.process is None:
-            return
-        self.group_pids()
-        try:
-            os.killpg(self.process.pid, signum)
-        except ProcessLookupError:
-            LOG.debug('%s: process group already gone', self.name)
-            return
-        LOG.debug('Sent %s to %s (pgid %s)', signal.Signals(signum).name,
-                  self.name, self.process.pid)
-
-    def kill(self, timeout=30):
-        """SIGKILL the group and wait until nothing of it is left.
-
-        :param timeout: seconds to wait for the processes to vanish.
-        :returns: the exit code of the group leader, None if never started.
-        """
-        if self.process is None:
-            return None
-        self.signal(signal.SIGKILL)
-        return self._reap(timeout)
-
-    def stop(self, timeout=30):
-        """SIGTERM the group; SIGKILL whatever is left after ``timeout``.
-
-        A stopped (SIGSTOP) group is continued first so it can exit.
-
-        :param timeout: seconds to allow for a graceful exit.
-        :returns: the exit code of the group leader, None if never started.
-        """
-        if self.process is None:
-            return None
-        if self.group_pids():
-            self.signal(signal.SIGTERM)
-            self.signal(signal.SIGCONT)
-            try:
-                wait_for(lambda: not self.group_pids(), timeout,
-                         '%s to exit' % self.name)
-            except HarnessError:
-                LOG.warning('%s did not exit on SIGTERM within %ss, '
-                            'killing it', self.name, timeout)
-                self.signal(signal.SIGKILL)
-        return self._reap(timeout)
-
-    def pause(self):
-        """SIGSTOP the group (it stops heartbeating and answering).
-
-        :returns: None
-        """
-        self.signal(signal.SIGSTOP)
-
-    def resume(self):
-        """SIGCONT the group.
-
-        :returns: None
-        """
-        self.signal(signal.SIGCONT)
-
-    def _reap(self, timeout):
-        try:
-            code = self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise HarnessError('%s (pid %s) did not exit'
-                               % (self.name, self.process.pid))
-        wait_for(lambda: not self.group_pids(), timeout,
-                 'the process group of %s to vanish' % self.name)
-        return code
-
-
-class Conductor(Service):
+class Conductor(process.Service):
     """An ``ironic-conductor`` with its group and JSON-RPC port.
 
     :param index: the position in the fixture's conductor list.
     :param group: the ``[conductor] conductor_group``.
     :param port: the ``[json_rpc] port``.
-    :param kwargs: passed to :class:`Service`.
+    :param kwargs: passed to :class:`process.Service`.
     """
 
     def __init__(self, index, group, port, **kwargs):
@@ -438,33 +108,6 @@ class Conductor(Service):
     def hostname(self):
         """The name the conductor registers: ``127.0.0.1:<port>``."""
         return '127.0.0.1:%d' % self.port
-
-
-def _write_config(path, sections):
-    """Write an INI file for oslo.config.
-
-    A list or tuple value is written as one line per item (the repeated
-    keys of a ``MultiStrOpt``); configparser cannot write those.
-    """
-    lines = []
-    for section, options in sections.items():
-        lines.append('[%s]' % section)
-        for key, value in options.items():
-            values = value if isinstance(value, (list, tuple)) else [value]
-            for item in values:
-                if isinstance(item, bool):
-                    item = 'true' if item else 'false'
-                lines.append('%s = %s' % (key, str(item).replace('\n',
-                                                                 '\n\t')))
-        lines.append('')
-    with open(path, 'w') as stream:
-        stream.write('\n'.join(lines))
-
-
-def _merge(base, extra):
-    for section, options in (extra or {}).items():
-        base.setdefault(section, {}).update(options)
-    return base
 
 
 class IronicFixture(fixtures.Fixture):
@@ -539,9 +182,9 @@ class IronicFixture(fixtures.Fixture):
             self.addCleanup(shutil.rmtree, self.workdir, ignore_errors=True)
         self.database = self.useFixture(harness_db.DatabaseFixture(
             self.db_backend, workdir=self.workdir))
-        self.api_port = free_port()
+        self.api_port = process.free_port()
         self.config_file = os.path.join(self.workdir, 'ironic.conf')
-        _write_config(self.config_file, self._base_config())
+        process.write_config(self.config_file, self._base_config())
         self._dbsync()
         if self.mode == 'single':
             self.api = self._make_service(
@@ -568,9 +211,9 @@ class IronicFixture(fixtures.Fixture):
                  [c['hostname'] for c in self.describe()['conductors']])
 
     def _new_conductor(self, index, group, extra_config=None):
-        port = free_port()
+        port = process.free_port()
         name = 'conductor-%s' % index
-        conf = self._service_config(name, _merge({
+        conf = self._service_config(name, process.merge_config({
             'conductor': {'conductor_group': group},
             'json_rpc': {'port': port},
         }, extra_config))
@@ -633,25 +276,25 @@ class IronicFixture(fixtures.Fixture):
                 'lock_path': os.path.join(self.workdir, 'locks'),
             },
         }
-        return _merge(config, self.extra_config)
+        return process.merge_config(config, self.extra_config)
 
     def _service_config(self, name, sections):
         path = os.path.join(self.workdir, 'service-%s.conf' % name)
-        _write_config(path, sections)
+        process.write_config(path, sections)
         return path
 
     def _argv(self, script, service_config):
-        return [bin_path(script, self.bin_dir),
+        return [process.bin_path(script, self.bin_dir),
                 '--config-file', self.config_file,
                 '--config-file', service_config]
 
     def _make_service(self, name, script, service_config):
-        return Service(name, self._argv(script, service_config),
-                       os.path.join(self.workdir, name + '.log'))
+        return process.Service(name, self._argv(script, service_config),
+                               os.path.join(self.workdir, name + '.log'))
 
     def _dbsync(self):
         log_path = os.path.join(self.workdir, 'dbsync.log')
-        argv = [bin_path('ironic-dbsync', self.bin_dir),
+        argv = [process.bin_path('ironic-dbsync', self.bin_dir),
                 '--config-file', self.config_file, 'create_schema']
         with open(log_path, 'ab') as log:
             code = subprocess.call(argv, stdin=subprocess.DEVNULL,
@@ -659,8 +302,9 @@ class IronicFixture(fixtures.Fixture):
         if code:
             self.addDetail('log-dbsync', content.content_from_file(
                 log_path, buffer_now=True))
-            raise HarnessError('ironic-dbsync create_schema failed (%s): %s'
-                               % (code, _tail(log_path)))
+            raise process.HarnessError(
+                'ironic-dbsync create_schema failed (%s): %s'
+                % (code, process.tail(log_path)))
 
     # -- state ------------------------------------------------------------
 
@@ -672,7 +316,7 @@ class IronicFixture(fixtures.Fixture):
     def services(self):
         """Every service the fixture manages, API first.
 
-        :returns: a list of :class:`Service`.
+        :returns: a list of :class:`process.Service`.
         """
         return [s for s in [self.api] + self.conductors if s is not None]
 
@@ -818,18 +462,19 @@ class IronicFixture(fixtures.Fixture):
 
         :param services: the services to check; all of them by default.
         :returns: None
-        :raises: HarnessError with the tail of the service's log.
+        :raises: process.HarnessError with the tail of the service's log.
         """
         for service in self.services() if services is None else services:
             if service.process is None:
                 continue
             if not service.running():
-                raise HarnessError('%s exited with %s: %s' % (
+                raise process.HarnessError('%s exited with %s: %s' % (
                     service.name, service.process.returncode,
-                    _tail(service.log_path)))
-            if service.crashed_workers() >= MAX_WORKER_CRASHES:
-                raise HarnessError('%s: its worker keeps crashing: %s' % (
-                    service.name, _tail(service.log_path)))
+                    process.tail(service.log_path)))
+            if service.crashed_workers() >= process.MAX_WORKER_CRASHES:
+                raise process.HarnessError(
+                    '%s: its worker keeps crashing: %s' % (
+                        service.name, process.tail(service.log_path)))
 
     def wait_for_api(self, timeout=None):
         """Wait until ``/v1`` answers.
@@ -837,9 +482,9 @@ class IronicFixture(fixtures.Fixture):
         :param timeout: seconds; the fixture's start timeout by default.
         :returns: None
         """
-        wait_for(self.api_ready, timeout or self.start_timeout,
-                 'the API at %s' % self.endpoint,
-                 check=lambda: self.check_services([self.api]))
+        process.wait_for(self.api_ready, timeout or self.start_timeout,
+                         'the API at %s' % self.endpoint,
+                         check=lambda: self.check_services([self.api]))
 
     def wait_for_conductors(self, alive=None, dead=(), timeout=None):
         """Wait until the API reports the conductors alive or dead.
@@ -854,18 +499,19 @@ class IronicFixture(fixtures.Fixture):
             # NOTE(harness): on SQLite the all-in-one conductor never
             # updates its heartbeat, so it turns "dead" after
             # heartbeat_timeout; being registered is all we can wait for.
-            return wait_for(self._single_registered,
-                            timeout or self.start_timeout,
-                            'the conductor to register')
+            return process.wait_for(self._single_registered,
+                                    timeout or self.start_timeout,
+                                    'the conductor to register')
         if alive is None:
             alive = [c for c in self.conductors if c.running()]
         alive = [self.conductor(c) for c in alive]
         names = [c.hostname for c in alive]
         dead = [self.conductor(c).hostname for c in dead]
-        return wait_for(lambda: self._conductors_match(names, dead),
-                        timeout or self.start_timeout,
-                        'conductors alive=%s dead=%s' % (names, dead),
-                        check=lambda: self.check_services(alive))
+        return process.wait_for(
+            lambda: self._conductors_match(names, dead),
+            timeout or self.start_timeout,
+            'conductors alive=%s dead=%s' % (names, dead),
+            check=lambda: self.check_services(alive))
 
     def wait_until_ready(self, timeout=None):
         """Wait for the API and every conductor.
@@ -874,15 +520,17 @@ class IronicFixture(fixtures.Fixture):
         :returns: None
         """
         deadline = time.monotonic() + (timeout or self.start_timeout)
-        wait_for(self.api_ready, timeout or self.start_timeout,
-                 'the API at %s' % self.endpoint, check=self.check_services)
+        process.wait_for(self.api_ready, timeout or self.start_timeout,
+                         'the API at %s' % self.endpoint,
+                         check=self.check_services)
         remaining = max(1, deadline - time.monotonic())
         if self.mode == 'single':
-            wait_for(self._single_registered, remaining,
-                     'the conductor to register', check=self.check_services)
+            process.wait_for(self._single_registered, remaining,
+                             'the conductor to register',
+                             check=self.check_services)
             return
         expected = [c for c in self.conductors if c.running()]
-        wait_for(lambda: self._conductors_match(
+        process.wait_for(lambda: self._conductors_match(
             [c.hostname for c in expected], []), remaining,
             'conductors %s to be alive' % [c.hostname for c in expected],
             check=self.check_services)
@@ -988,16 +636,17 @@ class IronicFixture(fixtures.Fixture):
 
         :param timeout: seconds allowed for the graceful exit.
         :returns: None
-        :raises: HarnessError listing the services that would not die.
+        :raises: process.HarnessError listing the services that would not die.
         """
         services = [s for s in self.services() if s.group_pids()]
         for service in services:
             service.signal(signal.SIGTERM)
             service.signal(signal.SIGCONT)
         try:
-            wait_for(lambda: not any(s.group_pids() for s in services),
-                     timeout, 'the services to exit')
-        except HarnessError:
+            process.wait_for(
+                lambda: not any(s.group_pids() for s in services),
+                timeout, 'the services to exit')
+        except process.HarnessError:
             LOG.warning('Services still running after SIGTERM: %s',
                         [s.name for s in services if s.group_pids()])
         failed = []
@@ -1008,13 +657,4 @@ class IronicFixture(fixtures.Fixture):
                 LOG.exception('Could not stop %s', service.name)
                 failed.append(service.name)
         if failed:
-            raise HarnessError('Services left running: %s' % failed)
-
-
-def _tail(path, lines=40):
-    try:
-        with open(path, 'rb') as stream:
-            data = stream.read().decode('utf-8', 'replace')
-    except OSError as exc:
-        return '<no log: %s>' % exc
-    return '\n'.join(data.splitlines()[-lines:])
+            raise process.HarnessError('Services left running: %s' % failed)

@@ -51,7 +51,7 @@ import fixtures
 from testtools import content
 
 from ironic_partition.testing import db as harness_db
-from ironic_partition.testing import ironic as harness_ironic
+from ironic_partition.testing import process as harness_process
 from ironic_partition.testing import proxy as harness_proxy
 
 LOG = logging.getLogger(__name__)
@@ -137,8 +137,8 @@ def _run(argv, log_path, env=None, timeout=600):
                                stderr=subprocess.STDOUT, env=env,
                                timeout=timeout)
     if code:
-        raise harness_ironic.HarnessError('%s failed (%s): %s' % (
-            ' '.join(argv[:3]), code, harness_ironic._tail(log_path)))
+        raise harness_process.HarnessError('%s failed (%s): %s' % (
+            ' '.join(argv[:3]), code, harness_process.tail(log_path)))
 
 
 class RabbitVhostFixture(fixtures.Fixture):
@@ -167,7 +167,7 @@ class RabbitVhostFixture(fixtures.Fixture):
         proc = subprocess.run([ctl] + list(args), capture_output=True,
                               timeout=120)
         if proc.returncode:
-            raise harness_ironic.HarnessError('rabbitmqctl %s failed: %s' % (
+            raise harness_process.HarnessError('rabbitmqctl %s failed: %s' % (
                 ' '.join(args), proc.stderr.decode('utf-8', 'replace')))
 
     def _setUp(self):
@@ -184,7 +184,7 @@ class RabbitVhostFixture(fixtures.Fixture):
                                             self.host, self.port, self.name)
 
 
-class Compute(harness_ironic.Service):
+class Compute(harness_process.Service):
     """One ``nova-compute`` process, with its own host name and config.
 
     :param host: its ``[DEFAULT] host``.
@@ -369,9 +369,9 @@ class NovaFixture(fixtures.Fixture):
                 compute.start()
             self.wait_for_services(self.hosts)
 
-    def _service(self, name, argv, cls=harness_ironic.Service, env=None,
+    def _service(self, name, argv, cls=harness_process.Service, env=None,
                  **kwargs):
-        argv = [harness_ironic.bin_path(argv[0])] + list(argv[1:])
+        argv = [harness_process.bin_path(argv[0])] + list(argv[1:])
         log_path = os.path.join(self.workdir, name + '.log')
         open(log_path, 'ab').close()
         service = cls(name=name, argv=argv, log_path=log_path, env=env,
@@ -390,9 +390,9 @@ class NovaFixture(fixtures.Fixture):
             'api': {'auth_strategy': 'noauth2'},
             'placement_database': {'connection': url},
         })
-        _run([harness_ironic.bin_path('placement-manage'), '--config-file',
+        _run([harness_process.bin_path('placement-manage'), '--config-file',
               conf, 'db', 'sync'], self.setup_log)
-        self.placement_port = harness_ironic.free_port()
+        self.placement_port = harness_process.free_port()
         env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=confdir)
         self.placement = self._service('placement', [
             'gunicorn', '--bind', '127.0.0.1:%d' % self.placement_port,
@@ -401,7 +401,7 @@ class NovaFixture(fixtures.Fixture):
             'placement.wsgi.api:application'],
             env=env)
         self.placement.start()
-        harness_ironic.wait_for(
+        harness_process.wait_for(
             self.placement_ready, self.start_timeout, 'placement',
             check=lambda: self._check([self.placement]))
 
@@ -477,7 +477,7 @@ class NovaFixture(fixtures.Fixture):
         config['database'] = {'connection': dbs['cell1'].url}
         self.nova_conf = os.path.join(self.workdir, 'nova.conf')
         _write_config(self.nova_conf, config)
-        manage = [harness_ironic.bin_path('nova-manage'), '--config-file',
+        manage = [harness_process.bin_path('nova-manage'), '--config-file',
                   self.nova_conf]
         _run(manage + ['api_db', 'sync'], self.setup_log)
         _run(manage + ['cell_v2', 'map_cell0', '--database_connection',
@@ -492,7 +492,7 @@ class NovaFixture(fixtures.Fixture):
         conf = os.path.join(self.workdir, 'membership.conf')
         _write_config(conf, {'ironic_partition_database': {
             'connection': self.membership_db.url}})
-        _run([harness_ironic.bin_path('ironic-partition-dbsync'),
+        _run([harness_process.bin_path('ironic-partition-dbsync'),
               '--config-file', conf, 'upgrade'], self.setup_log)
 
     def compute_config(self, host):
@@ -564,10 +564,10 @@ class NovaFixture(fixtures.Fixture):
     def _check(self, services):
         for service in services:
             if service.process is not None and not service.running():
-                raise harness_ironic.HarnessError(
+                raise harness_process.HarnessError(
                     '%s exited with %s: %s' % (
                         service.name, service.process.returncode,
-                        harness_ironic._tail(service.log_path)))
+                        harness_process.tail(service.log_path)))
 
     def check_services(self):
         """Raise when placement, the conductor or a started compute died.
@@ -588,7 +588,7 @@ class NovaFixture(fixtures.Fixture):
         from ironic_partition.testing import novalane
         cell = novalane.CellDatabase(self.cell_url)
         try:
-            harness_ironic.wait_for(
+            harness_process.wait_for(
                 lambda: set(h.lower() for h in hosts) <= set(
                     s['host'].lower() for s in cell.services()),
                 timeout or self.start_timeout,
@@ -742,20 +742,20 @@ class NovaFixture(fixtures.Fixture):
                 service.signal(signal.SIGTERM)
                 service.signal(signal.SIGCONT)
             try:
-                harness_ironic.wait_for(
+                harness_process.wait_for(
                     lambda: not any(s.group_pids() for s in live),
                     timeout, 'the services to exit')
-            except harness_ironic.HarnessError:
+            except harness_process.HarnessError:
                 LOG.warning('Still running after SIGTERM: %s',
                             [s.name for s in live if s.group_pids()])
             for service in batch:
                 try:
-                    harness_ironic.Service.kill(service, timeout)
+                    harness_process.Service.kill(service, timeout)
                 except Exception:
                     LOG.exception('Could not stop %s', service.name)
                     failed.append(service.name)
         if failed:
-            raise harness_ironic.HarnessError(
+            raise harness_process.HarnessError(
                 'Services left running: %s' % failed)
 
 

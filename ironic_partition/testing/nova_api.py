@@ -53,8 +53,8 @@ from concurrent import futures
 import os
 
 from ironic_partition.testing import apiservice
-from ironic_partition.testing import ironic as harness_ironic
 from ironic_partition.testing import nova as harness_nova
+from ironic_partition.testing import process as harness_process
 from ironic_partition.testing import servers as harness_servers
 
 #: nova's compute API pipeline without ``authtoken``.
@@ -174,9 +174,9 @@ class NovaAPIFixture(apiservice.APIServiceFixture):
     def started(self):
         log = os.path.join(self.workdir, 'nova-scheduler.log')
         open(log, 'ab').close()
-        self.scheduler = harness_ironic.Service(
+        self.scheduler = harness_process.Service(
             name='nova-scheduler', log_path=log, argv=[
-                harness_ironic.bin_path('nova-scheduler'), '--config-file',
+                harness_process.bin_path('nova-scheduler'), '--config-file',
                 self.config_file])
         self.addCleanup(self.scheduler.stop)
         self.scheduler.start()
@@ -184,9 +184,9 @@ class NovaAPIFixture(apiservice.APIServiceFixture):
         # NOTE(ironic-partition): a build asked for before the scheduler
         # consumes its queue is lost (MessagingTimeout after
         # rpc_response_timeout): wait until nova sees it up.
-        harness_ironic.wait_for(self.scheduler_up, self.start_timeout,
-                                'nova-scheduler to be up', interval=0.5,
-                                check=self.check)
+        harness_process.wait_for(self.scheduler_up, self.start_timeout,
+                                 'nova-scheduler to be up', interval=0.5,
+                                 check=self.check)
         for resource_class in self.resource_classes:
             self.flavors[resource_class] = self.make_flavor(resource_class)
 
@@ -194,10 +194,10 @@ class NovaAPIFixture(apiservice.APIServiceFixture):
         super().check()
         scheduler = getattr(self, 'scheduler', None)
         if scheduler is not None and not scheduler.running():
-            raise harness_ironic.HarnessError(
+            raise harness_process.HarnessError(
                 'nova-scheduler exited with %s: %s' % (
                     scheduler.process.returncode,
-                    harness_ironic._tail(scheduler.log_path)))
+                    harness_process.tail(scheduler.log_path)))
 
     def scheduler_up(self):
         """Tell whether nova lists nova-scheduler as up.
@@ -302,11 +302,11 @@ class NovaAPIFixture(apiservice.APIServiceFixture):
                 return dict(last)
             return None
         try:
-            return harness_ironic.wait_for(final, timeout,
-                                           'servers to leave BUILD',
-                                           interval=1, check=self.check)
-        except harness_ironic.HarnessError as e:
-            raise harness_ironic.HarnessError('%s: %s' % (e, {
+            return harness_process.wait_for(final, timeout,
+                                            'servers to leave BUILD',
+                                            interval=1, check=self.check)
+        except harness_process.HarnessError as e:
+            raise harness_process.HarnessError('%s: %s' % (e, {
                 i: last[i].status if i in last else 'missing'
                 for i in ids}))
 
@@ -319,9 +319,9 @@ class NovaAPIFixture(apiservice.APIServiceFixture):
         """
         for server_id in ids:
             self.conn.compute.delete_server(server_id, ignore_missing=True)
-        harness_ironic.wait_for(lambda: not self.servers(ids), timeout,
-                                'servers to be deleted', interval=1,
-                                check=self.check)
+        harness_process.wait_for(lambda: not self.servers(ids), timeout,
+                                 'servers to be deleted', interval=1,
+                                 check=self.check)
 
 
 def faults(servers):

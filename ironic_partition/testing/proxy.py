@@ -28,7 +28,7 @@ import time
 import fixtures
 from oslo_log import log as logging
 
-from ironic_partition.testing import ironic as harness
+from ironic_partition.testing import process as harness_process
 
 LOG = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class TCPProxy(fixtures.Fixture):
             # Reserved below the ephemeral range: once cut, the port must
             # not become some outgoing connection's local port before the
             # proxy listens on it again.
-            self.port = harness.free_port()
+            self.port = harness_process.free_port()
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(('127.0.0.1', self.port))

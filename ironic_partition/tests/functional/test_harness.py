@@ -31,7 +31,7 @@ import testscenarios
 
 from ironic_partition import testing as harness
 from ironic_partition.testing import db as harness_db
-from ironic_partition.testing import ironic as harness_ironic
+from ironic_partition.testing import process as harness_process
 
 LOG = logging.getLogger(__name__)
 
@@ -195,14 +195,14 @@ class TestFreePort(base.BaseTestCase):
     """Ports for conductors and proxies never race outgoing connections."""
 
     def test_ports_are_outside_the_ephemeral_range_and_locked(self):
-        low, high = harness_ironic._ephemeral_range()
-        ports = [harness_ironic.free_port() for _ in range(20)]
+        low, high = harness_process._ephemeral_range()
+        ports = [harness_process.free_port() for _ in range(20)]
         self.assertEqual(len(ports), len(set(ports)))
         for port in ports:
             self.assertFalse(low <= port <= high, port)
             # Another open file description (as a second stestr worker
             # would have) cannot take the reservation.
-            path = os.path.join(harness_ironic._PORT_LOCK_DIR,
+            path = os.path.join(harness_process._PORT_LOCK_DIR,
                                 '%d.lock' % port)
             fd = os.open(path, os.O_RDWR)
             try:
