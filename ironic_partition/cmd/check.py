@@ -401,18 +401,20 @@ def _check_shards(client, settings, report):
     report.ok('shards')
 
 
-def _check_feed(client, conf, settings, report):
-    """Compare the change feed's index with a full listing.
+def _check_feed(client, conf, settings, report, compare=True):
+    """Check that the change feed can be used, and compare it.
 
-    Lists the partition in full, reads Ironic's change feed once, as a
-    refresh does, and lists in full again: the two node sets must be the
-    same. A node changed between the listings differs too; run the check
-    again before acting on one difference.
+    Lists the partition in full and reads Ironic's change feed once, as a
+    refresh does: a feed that cannot be used is a warning (every refresh
+    then lists in full). With ``compare``, lists in full again: the two
+    node sets must be the same. A node changed between the listings
+    differs too; run the check again before acting on one difference.
 
     :param client: the Ironic client.
     :param conf: the ``ConfigOpts``.
     :param settings: the partition settings.
     :param report: the :class:`_Report`.
+    :param compare: also compare with a second full listing.
     :returns: None
     """
     overlap = conf.ironic_partition.change_feed_overlap
@@ -422,7 +424,8 @@ def _check_feed(client, conf, settings, report):
     try:
         fed.refresh(key, shard)
         update = fed.refresh(key, shard)
-        truth.refresh(key, shard)
+        if compare:
+            truth.refresh(key, shard)
     except exception.IronicPartitionException as e:
         report.problem('feed', e)
         return
@@ -431,6 +434,9 @@ def _check_feed(client, conf, settings, report):
             'Ironic\'s change feed cannot be used here, so every refresh '
             'lists the partition in full: %s') % (fed.feed_problem or
                                                   update.reason))
+        return
+    if not compare:
+        report.ok('feed')
         return
     differ = sorted(
         u for u in set(fed.nodes) | set(truth.nodes)
@@ -447,7 +453,8 @@ def _check_feed(client, conf, settings, report):
     report.ok('feed')
 
 
-def run_checks(conf, role, inspection_config=None, compare_feed=False):
+def run_checks(conf, role, inspection_config=None, compare_feed=False,
+               feed_usable=False):
     """Run every check.
 
     :param conf: the ``ConfigOpts``.
@@ -456,6 +463,8 @@ def run_checks(conf, role, inspection_config=None, compare_feed=False):
         map, to audit the nodes against it; None skips the audit.
     :param compare_feed: also compare the change feed with a full listing
         (two full listings of the partition).
+    :param feed_usable: also check that the change feed can be used (one
+        full listing of the partition); implied by ``compare_feed``.
     :returns: a dict with ``problems``, ``warnings``, ``passed`` and the
         settings read.
     """
@@ -474,10 +483,11 @@ def run_checks(conf, role, inspection_config=None, compare_feed=False):
         checks = checks + INSPECTION_CHECKS
         if conductors is not None:
             _check_inspection(client, conductors, inspection_config, report)
-    if compare_feed:
+    if compare_feed or feed_usable:
         checks = checks + FEED_CHECKS
         if conductors is not None:
-            _check_feed(client, conf, settings, report)
+            _check_feed(client, conf, settings, report,
+                        compare=compare_feed)
     return {
         'host': settings.host,
         'partition_key': settings.partition_key,

@@ -27,6 +27,8 @@ import json
 import os
 import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import uuid
 
@@ -307,6 +309,57 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         self.assertIn("partition_key 'RACK1' differs in case from Ironic's "
                       "conductor group 'rack1'", lines[0])
         self.assertIn("peer_list entry 'A1' differs in case", lines[1])
+
+    def upgrade_check(self, path, *args):
+        proc = subprocess.run(
+            [sys.executable, '-m', 'ironic_partition.cmd.upgrade_check',
+             '--config-file', path] + list(args) +
+            ['upgrade', 'check', '--json'],
+            capture_output=True, text=True, timeout=120, env=cli_env())
+        doc = json.loads(proc.stdout)
+        return proc.returncode, {c['check']: c for c in doc['checks']}
+
+    def test_upgrade_check(self):
+        # oslo.upgradecheck's codes: 0 success, 1 warning, 2 failure.
+        good = self.conf('good.conf', peers=['a1', 'a2'])
+        code, checks = self.upgrade_check(good, '--role', 'agent')
+        self.assertEqual(
+            ['Configuration', 'Claim timing',
+             'Membership and claims database',
+             'Ironic and the conductor group', 'Shards', 'Change feed'],
+            list(checks))
+        self.assertEqual({name: 0 for name in checks},
+                         {n: c['result'] for n, c in checks.items()},
+                         checks)
+        self.assertEqual(0, code)
+        self.assertIn('[ironic_partition] refresh_interval is',
+                      checks['Claim timing']['details'])
+        # A peer that never heartbeated, and a lease nova's default
+        # cadence (60 s) cannot live with: two failures, exit 2.
+        bad = self.conf('bad-upgrade.conf', peers=['a1', 'a3'],
+                        lease_time=90)
+        code, checks = self.upgrade_check(bad)
+        self.assertEqual(2, code)
+        self.assertEqual(2, checks['Configuration']['result'])
+        self.assertIn("Peer 'a3' in [ironic] peer_list has never "
+                      "heartbeated", checks['Configuration']['details'])
+        self.assertEqual(2, checks['Claim timing']['result'])
+        self.assertIn('lease_time', checks['Claim timing']['details'])
+        self.assertIn('[DEFAULT] update_resources_interval',
+                      checks['Claim timing']['details'])
+        self.assertEqual(0, checks['Ironic and the conductor group']
+                         ['result'])
+        # Ironic down: its rows fail, the configuration's do not.
+        endpoint = 'http://127.0.0.1:%d' % unused_port()
+        code, checks = self.upgrade_check(
+            self.conf('noironic-upgrade.conf', endpoint=endpoint,
+                      peers=['a1', 'a2']), '--role', 'agent')
+        self.assertEqual(2, code)
+        self.assertEqual(0, checks['Configuration']['result'])
+        self.assertEqual(2, checks['Ironic and the conductor group']
+                         ['result'])
+        self.assertIn('Ironic at %s is unavailable' % endpoint,
+                      checks['Ironic and the conductor group']['details'])
 
     # Bad inputs: one line, the documented exit code, no traceback.
 

@@ -1,0 +1,195 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""``ironic-partition-status upgrade check``, on oslo.upgradecheck.
+
+Run it before and after an upgrade, with the configuration files of the
+service it is about, as ``nova-status upgrade check`` is run::
+
+    ironic-partition-status --config-file /etc/nova/nova.conf upgrade check
+
+It prints oslo.upgradecheck's table (``--json`` for a document) and
+exits 0 (success), 1 (a warning), 2 (a failure) or 255 (the check itself
+failed). The checks are those of ``ironic-partition check``
+(:mod:`ironic_partition.cmd.check`), grouped, plus the claim timing
+against the consumer's cadence and whether Ironic's change feed can be
+used; each reads only, and none joins the membership.
+"""
+
+import logging as std_logging
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+from oslo_upgradecheck import upgradecheck
+
+from ironic_partition._i18n import _
+from ironic_partition import claim_settings
+from ironic_partition.cmd import check
+from ironic_partition import conf as ip_conf
+from ironic_partition import exception
+from ironic_partition.membership import base as membership_base
+
+LOG = logging.getLogger(__name__)
+
+PROJECT = 'ironic-partition'
+
+#: nova's periodic spacing when ``update_resources_interval`` is unset.
+NOVA_DEFAULT_INTERVAL = 60
+
+#: The rows of the table: a title and the ``check`` names behind it.
+GROUPS = (
+    ('config', _('Configuration'), ('config', 'case', 'peers')),
+    ('database', _('Membership and claims database'),
+     ('database', 'duplicates')),
+    ('ironic', _('Ironic and the conductor group'), ('ironic', 'group')),
+    ('shards', _('Shards'), ('shards',)),
+    ('feed', _('Change feed'), ('feed',)),
+)
+
+_OPTS = [
+    cfg.StrOpt('role', default=membership_base.ROLE_NOVA_COMPUTE,
+               choices=membership_base.ROLES,
+               help=_('The membership role of the service the configuration '
+                      'files are for.')),
+]
+
+
+def consumer_cadence(conf, role):
+    """The cadence the claims must fit, read from the configuration.
+
+    :param conf: the parsed ``ConfigOpts``.
+    :param role: the membership role.
+    :returns: a :data:`~ironic_partition.claim_settings.Cadence`.
+    """
+    if role != membership_base.ROLE_NOVA_COMPUTE:
+        return claim_settings.agent_cadence(conf)
+    interval = conf.update_resources_interval or 0
+    if interval <= 0:
+        interval = NOVA_DEFAULT_INTERVAL
+    return claim_settings.Cadence(interval, interval,
+                                  '[DEFAULT] update_resources_interval')
+
+
+class Checks(upgradecheck.UpgradeCommands):
+    """The upgrade checks of ironic-partition.
+
+    :param conf: the parsed ``ConfigOpts``, ironic-partition's options
+        registered.
+    """
+
+    def __init__(self, conf):
+        self.conf = conf
+        self._doc = None
+
+    def _run(self):
+        if self._doc is None:
+            self._doc = check.run_checks(self.conf, self.conf.role,
+                                         feed_usable=True)
+        return self._doc
+
+    def _group(self, names):
+        doc = self._run()
+        problems = [p['message'] for p in doc['problems']
+                    if p['check'] in names]
+        warnings = [w['message'] for w in doc['warnings']
+                    if w['check'] in names]
+        if problems:
+            return upgradecheck.Result(upgradecheck.Code.FAILURE,
+                                       ' '.join(problems + warnings))
+        if warnings:
+            return upgradecheck.Result(upgradecheck.Code.WARNING,
+                                       ' '.join(warnings))
+        if not any(n in doc['passed'] for n in names):
+            return upgradecheck.Result(
+                upgradecheck.Code.WARNING,
+                _('Not checked: it needs what failed above.'))
+        return upgradecheck.Result(upgradecheck.Code.SUCCESS)
+
+    def _check_timing(self):
+        cadence = consumer_cadence(self.conf, self.conf.role)
+        try:
+            settings = claim_settings.get_settings(self.conf, cadence)
+        except (exception.ConfigurationError, ValueError) as e:
+            return upgradecheck.Result(upgradecheck.Code.FAILURE, str(e))
+        return upgradecheck.Result(
+            upgradecheck.Code.SUCCESS,
+            _('lease_time %(lease)s s, fencing_margin %(margin)s s, '
+              'renewed every %(renew).1f s; %(option)s is %(interval)s s')
+            % {'lease': settings.lease_time,
+               'margin': settings.fencing_margin,
+               'renew': settings.renew_interval,
+               'option': cadence.interval_option,
+               'interval': cadence.interval})
+
+
+def _group_check(names):
+    return lambda checks: checks._group(names)
+
+
+# NOTE(ironic-partition): the table's rows, in order: the configuration,
+# the claim timing, then the rest of GROUPS.
+Checks._upgrade_checks = (
+    ((GROUPS[0][1], _group_check(GROUPS[0][2])),
+     (_('Claim timing'), Checks._check_timing)) +
+    tuple((title, _group_check(names)) for _key, title, names in GROUPS[1:]))
+
+
+def register_opts(conf):
+    """Register every option the upgrade check reads.
+
+    :param conf: an ``oslo_config.cfg.ConfigOpts``.
+    :returns: None
+    """
+    logging.register_options(conf)
+    ip_conf.register_opts(conf)
+    conf.register_cli_opts(_OPTS)
+    if 'update_resources_interval' not in conf:
+        # NOTE(ironic-partition): nova's option, read to check the claims
+        # against its cadence; registered here as nova defines it.
+        conf.register_opt(cfg.IntOpt('update_resources_interval',
+                                     default=0))
+
+
+def main(argv=None, conf=None):
+    """Run ``ironic-partition-status``.
+
+    :param argv: the arguments, ``sys.argv[1:]`` by default.
+    :param conf: the ``ConfigOpts`` to use, a new one by default.
+    :returns: the exit code.
+    """
+    conf = conf if conf is not None else cfg.ConfigOpts()
+    checks = Checks(conf)
+    register_opts(conf)
+    upgradecheck.register_cli_options(conf, checks)
+    conf(sys.argv[1:] if argv is None else argv, project=PROJECT,
+         prog='ironic-partition-status')
+    # NOTE(ironic-partition): what upgradecheck.main() sets; check()
+    # reads --json from it.
+    upgradecheck.CONF = conf
+    # NOTE(ironic-partition): the table is the output; what the checks
+    # log goes to stderr, warnings and above unless --debug.
+    for name, value in (('use_stderr', True), ('log_file', None),
+                        ('log_dir', None), ('use_syslog', False),
+                        ('use_journal', False)):
+        conf.set_override(name, value)
+    logging.setup(conf, PROJECT)
+    if not conf.debug:
+        std_logging.getLogger().setLevel(std_logging.WARNING)
+        std_logging.getLogger('stevedore').setLevel(std_logging.ERROR)
+    return upgradecheck.run(conf)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,126 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""``ironic-partition-status upgrade check``: the rows and their codes.
+
+The checks behind the rows are ``ironic-partition check``'s (tested in
+``test_commands`` and, against a real Ironic, in the functional tests);
+here ``run_checks`` answers what a test says.
+"""
+
+import io
+import json
+from unittest import mock
+
+from oslo_config import cfg
+from oslo_upgradecheck import upgradecheck
+
+from ironic_partition.cmd import check
+from ironic_partition.cmd import upgrade_check
+from ironic_partition.tests import base
+
+SUCCESS = upgradecheck.Code.SUCCESS
+WARNING = upgradecheck.Code.WARNING
+FAILURE = upgradecheck.Code.FAILURE
+
+ALL = list(check.CHECKS) + list(check.FEED_CHECKS)
+
+
+def _doc(problems=(), warnings=(), skipped=()):
+    found = {c for c, _m in problems} | {c for c, _m in warnings}
+    return {
+        'problems': [{'check': c, 'severity': 'problem', 'message': m}
+                     for c, m in problems],
+        'warnings': [{'check': c, 'severity': 'warning', 'message': m}
+                     for c, m in warnings],
+        'passed': [c for c in ALL if c not in found and c not in skipped],
+    }
+
+
+class TestUpgradeCheck(base.TestCase):
+
+    def run_main(self, doc, *args):
+        conf = cfg.ConfigOpts()
+        out = io.StringIO()
+        with mock.patch.object(check, 'run_checks', autospec=True,
+                               return_value=doc) as run_checks, \
+                mock.patch('sys.stdout', out):
+            code = upgrade_check.main(
+                list(args) + ['upgrade', 'check', '--json'], conf=conf)
+        rows = {c['check']: (c['result'], c['details'])
+                for c in json.loads(out.getvalue())['checks']}
+        return code, rows, run_checks
+
+    def test_all_pass(self):
+        code, rows, run_checks = self.run_main(_doc())
+        self.assertEqual(SUCCESS, code)
+        self.assertEqual(
+            ['Configuration', 'Claim timing',
+             'Membership and claims database',
+             'Ironic and the conductor group', 'Shards', 'Change feed'],
+            list(rows))
+        self.assertEqual({SUCCESS}, {r for r, _d in rows.values()})
+        # The checks ran once, for nova-compute by default, with the
+        # change feed's usability (one full listing), not the comparison.
+        run_checks.assert_called_once_with(
+            mock.ANY, 'nova-compute', feed_usable=True)
+        # nova's default cadence: 60 s, so a 120 s lease.
+        self.assertIn('lease_time 120', rows['Claim timing'][1])
+        self.assertIn('[DEFAULT] update_resources_interval is 60 s',
+                      rows['Claim timing'][1])
+
+    def test_a_problem_fails_its_row_and_a_warning_warns(self):
+        code, rows, _r = self.run_main(_doc(
+            problems=[('duplicates', 'two processes hold cn1')],
+            warnings=[('feed', 'the feed cannot be used: x')]))
+        self.assertEqual(FAILURE, code)
+        self.assertEqual((FAILURE, 'two processes hold cn1'),
+                         rows['Membership and claims database'])
+        self.assertEqual((WARNING, 'the feed cannot be used: x'),
+                         rows['Change feed'])
+        self.assertEqual(SUCCESS, rows['Configuration'][0])
+
+    def test_warnings_alone_exit_1(self):
+        code, rows, _r = self.run_main(_doc(
+            warnings=[('shards', 'upper case')]))
+        self.assertEqual(WARNING, code)
+        self.assertEqual(WARNING, rows['Shards'][0])
+
+    def test_a_row_nothing_could_check_is_a_warning(self):
+        code, rows, _r = self.run_main(_doc(
+            problems=[('ironic', 'Ironic at x is unavailable')],
+            skipped=['group', 'shards', 'feed']))
+        self.assertEqual(FAILURE, code)
+        self.assertEqual(FAILURE, rows['Ironic and the conductor group'][0])
+        self.assertEqual((WARNING, 'Not checked: it needs what failed '
+                          'above.'), rows['Shards'])
+
+    def test_a_lease_shorter_than_two_nova_periods_fails(self):
+        conf_file = self.create_tempfiles(
+            [('nova', '[DEFAULT]\nupdate_resources_interval = 300\n'
+                      '[ironic_partition]\nlease_time = 400\n')])[0]
+        code, rows, _r = self.run_main(_doc(), '--config-file', conf_file)
+        self.assertEqual(FAILURE, code)
+        result, details = rows['Claim timing']
+        self.assertEqual(FAILURE, result)
+        self.assertIn('lease_time', details)
+        self.assertIn('[DEFAULT] update_resources_interval', details)
+
+    def test_the_agent_role_uses_the_refresh_interval(self):
+        code, rows, run_checks = self.run_main(_doc(), '--role', 'agent')
+        self.assertEqual(SUCCESS, code)
+        run_checks.assert_called_once_with(mock.ANY, 'agent',
+                                           feed_usable=True)
+        self.assertIn('[ironic_partition] refresh_interval is',
+                      rows['Claim timing'][1])
