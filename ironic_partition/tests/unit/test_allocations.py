@@ -32,6 +32,7 @@ from openstack import exceptions as sdk_exc
 from oslo_config import cfg
 import requests
 
+from ironic_partition import allocation_request
 from ironic_partition import allocations
 from ironic_partition import baremetal
 from ironic_partition.cmd import reserve as reserve_cmd
@@ -684,8 +685,8 @@ class TestValidation(ReserverTestCase):
                               resource_class=value)
             self.assertIn('1 to 80 printable characters', str(exc))
             self.assertIn(repr(value), str(exc))
-        allocations.check_resource_class('x' * 80)
-        allocations.check_resource_class('baremetal-gold.large')
+        allocation_request.check_resource_class('x' * 80)
+        allocation_request.check_resource_class('baremetal-gold.large')
 
     def test_traits(self):
         for value, text in (('lower', 'does not start with CUSTOM_'),
@@ -700,10 +701,10 @@ class TestValidation(ReserverTestCase):
             self.assertIn('CUSTOM_ followed by', str(exc))
 
     def test_standard_traits_from_os_traits(self):
-        if allocations.os_traits is None:
+        if allocation_request.os_traits is None:
             self.skipTest('os-traits is not installed')
         self.assertEqual(('HW_CPU_X86_AVX2', 'CUSTOM_GPU'),
-                         allocations.check_traits(
+                         allocation_request.check_traits(
                              ['HW_CPU_X86_AVX2', 'CUSTOM_GPU',
                               'HW_CPU_X86_AVX2']))
         self._check(exception.InvalidTrait, 'not a standard trait',
@@ -711,11 +712,11 @@ class TestValidation(ReserverTestCase):
 
     def test_standard_traits_without_os_traits(self):
         self.useFixture(fixtures.MonkeyPatch(
-            'ironic_partition.allocations.os_traits', None))
+            'ironic_partition.allocation_request.os_traits', None))
         self.useFixture(fixtures.MonkeyPatch(
-            'ironic_partition.allocations._standard_traits', None))
+            'ironic_partition.allocation_request._standard_traits', None))
         self.assertEqual(('HW_ANYTHING',),
-                         allocations.check_traits('HW_ANYTHING'))
+                         allocation_request.check_traits('HW_ANYTHING'))
         self._check(exception.InvalidTrait, 'made of A-Z',
                     traits=['hw_lower'])
 
@@ -723,7 +724,7 @@ class TestValidation(ReserverTestCase):
         for value in ('bad name', 'x' * 256, '', 'a/b'):
             self._check(exception.InvalidAllocationName, 'A-Z, a-z',
                         name=value)
-        allocations.check_name('vm-1.example_x~')
+        allocation_request.check_name('vm-1.example_x~')
 
     def test_instance_uuid(self):
         self._check(exception.InvalidInstanceUUID, 'must be a UUID',
