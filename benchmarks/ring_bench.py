@@ -37,6 +37,7 @@ import uuid
 
 from oslo_log import log as logging
 
+from ironic_partition import balanced_ring
 from ironic_partition import hash_ring
 
 LOG = logging.getLogger(__name__)
@@ -198,16 +199,16 @@ def run_balanced(keys, members_count, partitions, rows):
     :param rows: list receiving result rows.
     """
     members = ['compute-%04d.example.com' % i for i in range(members_count)]
-    build, ring = timed(lambda: hash_ring.BalancedHashRing(
+    build, ring = timed(lambda: balanced_ring.BalancedHashRing(
         members, keys, partitions=partitions))
     assign, mapping = timed(ring.assignment)
     high, low = balance(mapping, members)
     victim = members[members_count // 2]
     owned = sum(1 for m in mapping.values() if m == victim)
-    smaller = hash_ring.BalancedHashRing(
+    smaller = balanced_ring.BalancedHashRing(
         [m for m in members if m != victim], keys, partitions=partitions)
     leave = len(hash_ring.diff(keys, ring, smaller)) / max(owned, 1)
-    bigger = hash_ring.BalancedHashRing(
+    bigger = balanced_ring.BalancedHashRing(
         members + ['compute-new.example.com'], keys, partitions=partitions)
     join = (len(hash_ring.diff(keys, ring, bigger))
             / (len(keys) / (members_count + 1)))
@@ -261,7 +262,7 @@ def print_plain(rows, nkeys):
 
 def print_balanced(rows, nkeys):
     print('\n== balanced mode (load factor %.2f): %d keys ==' % (
-        hash_ring.DEFAULT_LOAD_FACTOR, nkeys))
+        balanced_ring.DEFAULT_LOAD_FACTOR, nkeys))
     print('members parts | build ms assign ms | max/mean min/mean |'
           ' leave join (x ideal) | moved from tooz same parts / from '
           'tooz 2**5')
@@ -310,7 +311,7 @@ def main(argv=None):
     print_plain(rows, len(keys))
     if not args.no_balanced:
         brows = []
-        bparts = [hash_ring.BALANCED_PARTITION_NUMBER]
+        bparts = [balanced_ring.BALANCED_PARTITION_NUMBER]
         if not args.quick:
             bparts.insert(0, hash_ring.DEFAULT_PARTITION_NUMBER)
         for parts in bparts:

@@ -37,6 +37,7 @@ import uuid
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
+from ironic_partition import balanced_ring
 from ironic_partition.cmd import _args
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
@@ -295,7 +296,7 @@ def simulate_group(entry, mode, points, load_factor, keep_moves=False):
 
 def simulate(nodes, groups, members, leave=None, join=None,
              modes=('tooz',), points=hash_ring.DEFAULT_PARTITION_NUMBER,
-             load_factor=hash_ring.DEFAULT_LOAD_FACTOR, keep_moves=False,
+             load_factor=balanced_ring.DEFAULT_LOAD_FACTOR, keep_moves=False,
              progress=None, shards=0):
     """Run the whole simulation.
 
@@ -536,7 +537,7 @@ def add_parsers(subparsers):
                         help=_('Points per member are 2**N (default: '
                                '[ironic_partition] partition_exponent).'))
     parser.add_argument('--load-factor', type=float,
-                        default=hash_ring.DEFAULT_LOAD_FACTOR,
+                        default=balanced_ring.DEFAULT_LOAD_FACTOR,
                         help=_('Largest load relative to the fair share in '
                                'balanced mode (default: %(default)s).'))
     parser.add_argument('--top', type=int, default=FLOW_LIMIT,

@@ -31,6 +31,7 @@ import stevedore
 from stevedore import driver as stevedore_driver
 
 from ironic_partition._i18n import _
+from ironic_partition import balanced_ring
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import partition as partition_conf
 from ironic_partition import exception
@@ -67,7 +68,7 @@ class RingProvider(object, metaclass=abc.ABCMeta):
 
     def __init__(self, partitions=hash_ring.DEFAULT_PARTITION_NUMBER,
                  hash_function=hash_ring.DEFAULT_HASH_FUNCTION, mode='tooz',
-                 load_factor=hash_ring.DEFAULT_LOAD_FACTOR):
+                 load_factor=balanced_ring.DEFAULT_LOAD_FACTOR):
         if mode not in RING_MODES:
             raise ValueError(_("Unknown ring mode %(mode)r, expected one of "
                                "%(modes)s") % {'mode': mode,
@@ -91,7 +92,7 @@ class RingProvider(object, metaclass=abc.ABCMeta):
             if keys is None:
                 raise ValueError(_('The balanced ring mode needs the key '
                                    'set'))
-            return hash_ring.BalancedHashRing(
+            return balanced_ring.BalancedHashRing(
                 members, keys, partitions=self.partitions,
                 hash_function=self.hash_function,
                 load_factor=self.load_factor)

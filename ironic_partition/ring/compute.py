@@ -30,6 +30,7 @@ import threading
 
 from oslo_log import log as logging
 
+from ironic_partition import balanced_ring
 from ironic_partition import conf as ip_conf
 from ironic_partition import hash_ring
 from ironic_partition.ring import base
@@ -95,7 +96,7 @@ class ComputeRingProvider(base.RingProvider):
     def __init__(self, members_fn=None, members=None,
                  partitions=hash_ring.DEFAULT_PARTITION_NUMBER,
                  hash_function=hash_ring.DEFAULT_HASH_FUNCTION, mode='tooz',
-                 load_factor=hash_ring.DEFAULT_LOAD_FACTOR):
+                 load_factor=balanced_ring.DEFAULT_LOAD_FACTOR):
         super(ComputeRingProvider, self).__init__(
             partitions=partitions, hash_function=hash_function, mode=mode,
             load_factor=load_factor)

@@ -45,6 +45,7 @@ import time
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
+from ironic_partition import balanced_ring
 from ironic_partition import baremetal
 from ironic_partition import exception
 from ironic_partition import hash_ring
@@ -132,7 +133,7 @@ class ConductorRingProvider(base.RingProvider):
                  partitions=hash_ring.DEFAULT_PARTITION_NUMBER,
                  hash_function=hash_ring.DEFAULT_HASH_FUNCTION,
                  reset_interval=DEFAULT_RESET_INTERVAL, clock=None,
-                 mode='tooz', load_factor=hash_ring.DEFAULT_LOAD_FACTOR):
+                 mode='tooz', load_factor=balanced_ring.DEFAULT_LOAD_FACTOR):
         super(ConductorRingProvider, self).__init__(
             partitions=partitions, hash_function=hash_function, mode=mode,
             load_factor=load_factor)

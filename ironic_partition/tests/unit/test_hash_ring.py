@@ -23,6 +23,7 @@ from hypothesis import strategies
 from oslotest import base
 from tooz import hashring as tooz_hashring
 
+from ironic_partition import balanced_ring
 from ironic_partition import exception
 from ironic_partition import hash_ring
 
@@ -167,7 +168,7 @@ class ErrorTestCase(base.BaseTestCase):
         self.assertEqual({'a'}, ring.get_nodes(b'k', replicas=2))
 
     def test_bad_load_factor(self):
-        self.assertRaises(ValueError, hash_ring.BalancedHashRing, ['a'],
+        self.assertRaises(ValueError, balanced_ring.BalancedHashRing, ['a'],
                           [b'k'], load_factor=0.5)
 
 
@@ -320,7 +321,7 @@ class BalancedRingTestCase(base.BaseTestCase):
         return collections.Counter(mapping.values())
 
     def test_balance(self):
-        ring = hash_ring.BalancedHashRing(self.members, self.keys)
+        ring = balanced_ring.BalancedHashRing(self.members, self.keys)
         mapping = ring.map_keys(self.keys)
         self.assertEqual(len(self.keys), len(mapping))
         loads = self._loads(mapping)
@@ -329,9 +330,9 @@ class BalancedRingTestCase(base.BaseTestCase):
         self.assertEqual(set(self.members), set(loads))
 
     def test_movement_on_leave(self):
-        ring = hash_ring.BalancedHashRing(self.members, self.keys)
+        ring = balanced_ring.BalancedHashRing(self.members, self.keys)
         victim = self.members[7]
-        smaller = hash_ring.BalancedHashRing(
+        smaller = balanced_ring.BalancedHashRing(
             [m for m in self.members if m != victim], self.keys)
         moved = hash_ring.diff(self.keys, ring, smaller)
         owned = self._loads(ring.assignment())[victim]
@@ -344,13 +345,13 @@ class BalancedRingTestCase(base.BaseTestCase):
         shuffled = list(self.keys[:5000])
         random.Random(5).shuffle(shuffled)
         members = list(reversed(self.members))
-        a = hash_ring.BalancedHashRing(self.members, self.keys[:5000])
-        b = hash_ring.BalancedHashRing(members, shuffled + shuffled[:10])
+        a = balanced_ring.BalancedHashRing(self.members, self.keys[:5000])
+        b = balanced_ring.BalancedHashRing(members, shuffled + shuffled[:10])
         self.assertEqual(a.assignment(), b.assignment())
 
     def test_weights_and_capacities(self):
-        ring = hash_ring.BalancedHashRing(['a', 'b'], self.keys[:3000],
-                                          partitions=64)
+        ring = balanced_ring.BalancedHashRing(
+            ['a', 'b'], self.keys[:3000], partitions=64)
         ring.add_node('c', weight=2)
         caps = ring.capacities()
         self.assertEqual({'a': 787, 'b': 787, 'c': 1575}, caps)
@@ -360,13 +361,13 @@ class BalancedRingTestCase(base.BaseTestCase):
         self.assertEqual(3000, sum(loads.values()))
 
     def test_few_keys_capacity_rounds_up(self):
-        ring = hash_ring.BalancedHashRing(['a', 'b', 'c'], [b'1', b'2'])
+        ring = balanced_ring.BalancedHashRing(['a', 'b', 'c'], [b'1', b'2'])
         self.assertEqual(2, len(ring.assignment()))
         self.assertEqual(3, sum(ring.capacities().values()))
 
     def test_outside_keys_and_replicas(self):
-        ring = hash_ring.BalancedHashRing(self.members, self.keys[:2000],
-                                          partitions=32)
+        ring = balanced_ring.BalancedHashRing(
+            self.members, self.keys[:2000], partitions=32)
         plain = hash_ring.HashRing(self.members)
         self.assertEqual(plain.get_nodes(b'other'), ring.get_nodes(b'other'))
         self.assertEqual(plain.get_node(b'other'), ring.get_node(b'other'))
@@ -385,7 +386,8 @@ class BalancedRingTestCase(base.BaseTestCase):
     def test_switch_moves_only_overflow(self):
         keys = self.keys[:5000]
         plain = hash_ring.HashRing(self.members, partitions=32)
-        ring = hash_ring.BalancedHashRing(self.members, keys, partitions=32)
+        ring = balanced_ring.BalancedHashRing(self.members, keys,
+                                              partitions=32)
         moved = hash_ring.diff(keys, plain, ring)
         loads = self._loads(plain.map_keys(keys))
         caps = ring.capacities()
@@ -395,7 +397,7 @@ class BalancedRingTestCase(base.BaseTestCase):
             self.assertGreaterEqual(loads[old], caps[old])
 
     def test_add_and_reweigh_recompute(self):
-        ring = hash_ring.BalancedHashRing(['a', 'b'], self.keys[:100])
+        ring = balanced_ring.BalancedHashRing(['a', 'b'], self.keys[:100])
         self.assertEqual(100, len(ring.assignment()))
         ring.add_node('c')
         self.assertIn('c', set(ring.assignment().values()))
@@ -405,6 +407,6 @@ class BalancedRingTestCase(base.BaseTestCase):
         self.assertNotIn('c', set(ring.assignment().values()))
 
     def test_empty(self):
-        ring = hash_ring.BalancedHashRing([], self.keys[:10])
+        ring = balanced_ring.BalancedHashRing([], self.keys[:10])
         self.assertEqual({}, ring.assignment())
         self.assertEqual(set(), ring.get_nodes(self.keys[0]))

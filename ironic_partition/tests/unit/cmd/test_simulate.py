@@ -17,6 +17,7 @@
 
 import tooz.hashring
 
+from ironic_partition import balanced_ring
 from ironic_partition.cmd import _stats
 from ironic_partition.cmd import simulate
 from ironic_partition import exception
@@ -112,10 +113,10 @@ class TestSimulate(base.TestCase):
         if mode == 'balanced':
             # NOTE: the services' ring provider uses 2**partition_exponent
             # points per member in both modes.
-            before = hash_ring.BalancedHashRing(layout['before'], nodes,
-                                                partitions=32)
-            after = hash_ring.BalancedHashRing(layout['after'], nodes,
-                                               partitions=32)
+            before = balanced_ring.BalancedHashRing(
+                layout['before'], nodes, partitions=32)
+            after = balanced_ring.BalancedHashRing(
+                layout['after'], nodes, partitions=32)
         else:
             before = hash_ring.HashRing(layout['before'])
             after = hash_ring.HashRing(layout['after'])

@@ -21,6 +21,7 @@ from oslotest import base
 from stevedore import driver as stevedore_driver
 from stevedore import extension
 
+from ironic_partition import balanced_ring
 from ironic_partition import baremetal
 from ironic_partition import exception
 from ironic_partition import hash_ring
@@ -90,7 +91,7 @@ class GetProviderTestCase(base.BaseTestCase):
                                                mode='balanced')
         self.assertRaises(ValueError, provider.build_ring, ['a'])
         ring = provider.build_ring(['a', 'b'], keys=[b'1', b'2'])
-        self.assertIsInstance(ring, hash_ring.BalancedHashRing)
+        self.assertIsInstance(ring, balanced_ring.BalancedHashRing)
 
 
 class FromConfTestCase(test_base.TestCase):
@@ -158,7 +159,7 @@ class FromConfTestCase(test_base.TestCase):
         p.refresh()
         self.assertEqual('balanced', p.rings.mode)
         ring = p.rings.get_ring('rack1', keys=[n.id for n in p.client.nodes])
-        self.assertIsInstance(ring, hash_ring.BalancedHashRing)
+        self.assertIsInstance(ring, balanced_ring.BalancedHashRing)
         self.assertLessEqual(len(p.last_result.nodes), 1.05 * 300 / 3)
 
     def test_ring_mode_default_tooz(self):

@@ -18,6 +18,7 @@ import uuid
 
 from oslotest import base
 
+from ironic_partition import balanced_ring
 from ironic_partition import hash_ring
 from ironic_partition.ring import compute
 
@@ -105,6 +106,6 @@ class ComputeRingProviderTestCase(base.BaseTestCase):
                                                mode='balanced')
         keys = [str(uuid.uuid4()).encode() for _ in range(300)]
         ring = provider.get_ring(keys=keys)
-        self.assertIsInstance(ring, hash_ring.BalancedHashRing)
+        self.assertIsInstance(ring, balanced_ring.BalancedHashRing)
         self.assertIs(ring, provider.get_ring(keys=list(reversed(keys))))
         self.assertIsNot(ring, provider.get_ring(keys=keys[:200]))
