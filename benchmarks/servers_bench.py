@@ -122,11 +122,25 @@ def _burst(api, records, nova, count, prefix, timeout, kill=None):
     figures = {}
     try:
         if kill:
+            killed_nodes = records.compute_nodes(kill)
             nova.kill_compute(kill)
-            survivors = [i for i in ids if records.instances([i]).get(i)
-                         and records.instances([i])[i].host != kill]
+
+            def settled():
+                # NOTE(ironic-partition): a build cast to the killed
+                # compute has no host yet (the compute sets it), but its
+                # allocation is against one of that compute's nodes: it
+                # waits in the dead compute's queue until the restart.
+                instances = records.instances(ids)
+                servers = api.servers(ids)
+                return all(
+                    servers[i].status in harness_servers.FINAL_STATES or
+                    (i in instances and instances[i].host == kill) or
+                    set(records.allocations(i)) & killed_nodes
+                    for i in ids)
             try:
-                api.wait_final(survivors, timeout)
+                harness.wait_for(settled, timeout,
+                                 'the builds not on %s to end' % kill,
+                                 interval=1)
             except harness.HarnessError as e:
                 LOG.warning('%s', e)
             nova.start_compute(kill)

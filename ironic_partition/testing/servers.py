@@ -83,6 +83,18 @@ class ServerRecords(object):
                                  bool(row[5]))
                 for row in rows if wanted is None or row[0] in wanted}
 
+    def compute_nodes(self, host):
+        """The nodes a compute service has a live compute node row for.
+
+        :param host: the compute's host name.
+        :returns: a set of node UUIDs (a node's provider has its UUID).
+        """
+        query = ('SELECT hypervisor_hostname FROM compute_nodes '
+                 'WHERE host = :host AND deleted = 0')
+        with self.engine.connect() as conn:
+            rows = conn.execute(sqlalchemy.text(query), {'host': host}).all()
+        return {row[0] for row in rows}
+
     def allocations(self, consumer):
         """placement's allocations of one consumer.
 
