@@ -54,7 +54,6 @@ released the node. Nodes whose instance belongs to another service are
 never claimed: a node whose instance's owner is dead stays stranded.
 """
 
-import dataclasses
 import threading
 import time
 import types
@@ -70,6 +69,7 @@ from ironic_partition.db import health
 from ironic_partition.db import store as store_mod
 from ironic_partition import exception
 from ironic_partition import lease_timer
+from ironic_partition import refresh_result
 
 LOG = logging.getLogger(__name__)
 
@@ -129,49 +129,6 @@ def from_conf(conf, host, store=None, role=None, takeover=False,
                         fencing_margin=settings.fencing_margin,
                         clock=clock, owns_store=owns_store,
                         renew_interval=settings.renew_interval)
-
-
-@dataclasses.dataclass(frozen=True)
-class ClaimOutcome:
-    """What one claim round found.
-
-    :param reported: every node the service may report now: the ring
-        nodes and the nodes of its own instances it holds a valid claim
-        on.
-    :param ring_reported: the ring (instance-less) nodes among them.
-    :param held: nodes with a valid claim as of the last successful round
-        (including nodes kept one more round before their release).
-    :param claimed: nodes taken in this round.
-    :param released: nodes released in this round.
-    :param fenced: wanted nodes (ring or instance) withheld because no
-        valid claim can be proven: the database could not be reached, or
-        the lease ran out by the local clock.
-    :param waiting: wanted nodes (ring or instance) withheld because
-        another service, or the process this one took the host name over
-        from, holds a valid claim on them (it releases them at its next
-        refresh, or its lease runs out).
-    :param ok: whether this round reached the database.
-    :param error: what went wrong when it did not, else None.
-    :param valid_until: the local monotonic instant until which the
-        nodes in ``reported`` may be reported, or None when none may.
-    :param epochs: node UUID to claim epoch, for the held nodes.
-    :param seconds: how long the round took.
-    :param statements: SQL statements the round issued.
-    """
-
-    reported: frozenset
-    ring_reported: frozenset
-    held: frozenset
-    claimed: frozenset
-    released: frozenset
-    fenced: frozenset
-    waiting: frozenset
-    ok: bool
-    error: str
-    valid_until: float
-    epochs: types.MappingProxyType
-    seconds: float
-    statements: int
 
 
 class ClaimManager(object):
@@ -374,8 +331,8 @@ class ClaimManager(object):
         """Run one claim round and decide what may be reported.
 
         Never raises for a database fault: the round then fails closed
-        (see :class:`ClaimOutcome` ``fenced``) and is retried at the next
-        refresh.
+        (see :class:`~ironic_partition.refresh_result.ClaimOutcome`
+        ``fenced``) and is retried at the next refresh.
 
         :param ring_nodes: instance-less node UUIDs the ring gives this
             service.
@@ -383,7 +340,7 @@ class ClaimManager(object):
             claimed like the ring nodes, never released while wanted.
         :param partition_key: recorded with new claims.
         :param shard: the shard, recorded with new claims.
-        :returns: a :class:`ClaimOutcome`.
+        :returns: a :class:`~ironic_partition.refresh_result.ClaimOutcome`.
         """
         ring_nodes = frozenset(ring_nodes)
         instance_nodes = frozenset(instance_nodes)
@@ -498,7 +455,7 @@ class ClaimManager(object):
             self._last_seconds = round(seconds, 6)
             self._last_statements = (self.store.stats['claim_statements']
                                      - statements)
-            outcome = ClaimOutcome(
+            outcome = refresh_result.ClaimOutcome(
                 reported=reported, ring_reported=ring_reported, held=mine,
                 claimed=claimed, released=released, fenced=fenced,
                 waiting=waiting, ok=held is not None, error=error,
