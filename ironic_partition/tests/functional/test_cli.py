@@ -65,7 +65,7 @@ def unused_port():
 
     :returns: a port number.
     """
-    return harness.ironic.free_port()
+    return harness.process.free_port()
 
 
 class OneLineErrors(object):
