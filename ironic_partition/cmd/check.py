@@ -73,6 +73,7 @@ from ironic_partition.cmd import _output
 from ironic_partition import conductor_groups
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import ironic as ironic_conf
+from ironic_partition.conf import partition as partition_conf
 from ironic_partition import exception
 from ironic_partition.inspection import audit as inspection_audit
 from ironic_partition.membership import base as membership_base
@@ -94,6 +95,9 @@ INSPECTION_CHECKS = ('inspection-map', 'inspection-served')
 #: The comparison that ``--compare-feed`` adds.
 FEED_CHECKS = ('feed',)
 
+#: The checks of the whole fleet that the upgrade check adds.
+FLEET_CHECKS = ('coverage', 'served')
+
 #: A resync interval no check waits for: its second refresh reads the
 #: change feed.
 _NEVER_RESYNC = 10 ** 9
@@ -103,6 +107,9 @@ class _Report(object):
     def __init__(self):
         self.findings = []
         self.passed = []
+        #: The services of the role in the membership database, when it
+        #: keeps them (the ``database`` backend), else None.
+        self.services = None
 
     def problem(self, check, message):
         self.findings.append(Finding(check, 'problem',
@@ -195,6 +202,8 @@ def _check_database(conf, settings, role, report):
         if db is not None:
             report.ok('database')
             _check_duplicates(db, role, report)
+            report.services = db.services.services(
+                role, conf[partition_conf.GROUP].service_down_time).services
     except exception.IronicPartitionException as e:
         report.problem('database', e)
         return None
@@ -453,8 +462,78 @@ def _check_feed(client, conf, settings, report, compare=True):
     report.ok('feed')
 
 
+def _serves(service, group, shard):
+    # NOTE(ironic-partition): what a compute lists: its conductor group
+    # (every group when unset), and within it its shard (every shard when
+    # unset).
+    return ((service.partition_key is None or
+             service.partition_key.lower() == group) and
+            (service.shard is None or
+             (shard is not None and service.shard.lower() == shard)))
+
+
+def _check_fleet(client, conductors, role, report):
+    """Check that every node of the fleet can be managed.
+
+    Lists every node once (its group, shard and hardware type): each
+    (conductor group, shard) with nodes must be listed by a live service
+    of the role (when the membership database keeps the services), a
+    group should not mix nodes with and without a shard, and an alive
+    conductor of the node's group must serve its hardware type.
+
+    :param client: the Ironic client.
+    :param conductors: Ironic's conductors.
+    :param role: the membership role.
+    :param report: the :class:`_Report`.
+    :returns: None
+    """
+    try:
+        nodes = client.list_node_dicts(
+            inspection_audit.NODE_FIELDS,
+            microversion=inspection_audit.MICROVERSION)
+    except exception.IronicPartitionException as e:
+        report.problem('coverage', e)
+        return
+    for finding in inspection_audit.audit(None, nodes, conductors):
+        if finding.kind == 'served':
+            report.problem('served', finding.message)
+    report.ok('served')
+    parts = collections.Counter(
+        ((n.get('conductor_group') or '').lower(),
+         (n.get('shard') or '').lower() or None) for n in nodes)
+    groups = collections.defaultdict(dict)
+    for (group, shard), count in parts.items():
+        groups[group][shard] = count
+    for group, shards in sorted(groups.items()):
+        unsharded = shards.get(None, 0)
+        if unsharded and len(shards) > 1:
+            report.warning('coverage', _(
+                'Conductor group %(group)r has %(with)d nodes with a shard '
+                'and %(without)d without: a compute with [ironic] shard '
+                'set never lists the nodes without one. Give every node of '
+                'the group a shard, or none.') % {
+                    'group': group, 'with': sum(shards.values()) - unsharded,
+                    'without': unsharded})
+    if report.services is not None:
+        live = [s for s in report.services if s.alive]
+        for (group, shard), count in sorted(
+                parts.items(), key=lambda kv: (kv[0][0], kv[0][1] or '')):
+            if not any(_serves(s, group, shard) for s in live):
+                where = (_('conductor group %r') % group if shard is None
+                         else _('conductor group %(group)r, shard '
+                                '%(shard)r') % {'group': group,
+                                                'shard': shard})
+                report.warning('coverage', _(
+                    '%(n)d nodes in %(where)s are listed by no live '
+                    '%(role)s service: nothing can place servers on them. '
+                    'Start one with [ironic] partition_key (and shard) '
+                    'set for them, or move the nodes.') % {
+                        'n': count, 'where': where, 'role': role})
+    report.ok('coverage')
+
+
 def run_checks(conf, role, inspection_config=None, compare_feed=False,
-               feed_usable=False):
+               feed_usable=False, fleet=False):
     """Run every check.
 
     :param conf: the ``ConfigOpts``.
@@ -465,6 +544,8 @@ def run_checks(conf, role, inspection_config=None, compare_feed=False,
         (two full listings of the partition).
     :param feed_usable: also check that the change feed can be used (one
         full listing of the partition); implied by ``compare_feed``.
+    :param fleet: also check that every conductor group and shard with
+        nodes is served (one listing of every node).
     :returns: a dict with ``problems``, ``warnings``, ``passed`` and the
         settings read.
     """
@@ -483,6 +564,10 @@ def run_checks(conf, role, inspection_config=None, compare_feed=False,
         checks = checks + INSPECTION_CHECKS
         if conductors is not None:
             _check_inspection(client, conductors, inspection_config, report)
+    if fleet:
+        checks = checks + FLEET_CHECKS
+        if conductors is not None:
+            _check_fleet(client, conductors, role, report)
     if compare_feed or feed_usable:
         checks = checks + FEED_CHECKS
         if conductors is not None:

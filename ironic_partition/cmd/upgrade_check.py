@@ -23,8 +23,10 @@ It prints oslo.upgradecheck's table (``--json`` for a document) and
 exits 0 (success), 1 (a warning), 2 (a failure) or 255 (the check itself
 failed). The checks are those of ``ironic-partition check``
 (:mod:`ironic_partition.cmd.check`), grouped, plus the claim timing
-against the consumer's cadence and whether Ironic's change feed can be
-used; each reads only, and none joins the membership.
+against the consumer's cadence, whether every conductor group and shard
+with nodes is served (by a live service of the role, and by an alive
+conductor for each hardware type), and whether Ironic's change feed can
+be used; each reads only, and none joins the membership.
 """
 
 import logging as std_logging
@@ -54,6 +56,8 @@ GROUPS = (
     ('database', _('Membership and claims database'),
      ('database', 'duplicates')),
     ('ironic', _('Ironic and the conductor group'), ('ironic', 'group')),
+    ('fleet', _('Conductor groups and shards served'),
+     ('coverage', 'served')),
     ('shards', _('Shards'), ('shards',)),
     ('feed', _('Change feed'), ('feed',)),
 )
@@ -96,7 +100,7 @@ class Checks(upgradecheck.UpgradeCommands):
     def _run(self):
         if self._doc is None:
             self._doc = check.run_checks(self.conf, self.conf.role,
-                                         feed_usable=True)
+                                         feed_usable=True, fleet=True)
         return self._doc
 
     def _group(self, names):

@@ -323,15 +323,22 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         # oslo.upgradecheck's codes: 0 success, 1 warning, 2 failure.
         good = self.conf('good.conf', peers=['a1', 'a2'])
         code, checks = self.upgrade_check(good, '--role', 'agent')
+        served = 'Conductor groups and shards served'
         self.assertEqual(
             ['Configuration', 'Claim timing',
              'Membership and claims database',
-             'Ironic and the conductor group', 'Shards', 'Change feed'],
-            list(checks))
-        self.assertEqual({name: 0 for name in checks},
+             'Ironic and the conductor group', served, 'Shards',
+             'Change feed'], list(checks))
+        # The agents a1 and a2 serve rack1; no agent lists rack2's nodes.
+        self.assertEqual(dict({name: 0 for name in checks}, **{served: 1}),
                          {n: c['result'] for n, c in checks.items()},
                          checks)
-        self.assertEqual(0, code)
+        self.assertEqual(1, code)
+        self.assertIn("%d nodes in conductor group 'rack2' are listed by "
+                      "no live agent service" % len(
+                          self.group_nodes('rack2')),
+                      checks[served]['details'])
+        self.assertNotIn("'rack1'", checks[served]['details'])
         self.assertIn('[ironic_partition] refresh_interval is',
                       checks['Claim timing']['details'])
         # A peer that never heartbeated, and a lease nova's default

@@ -28,13 +28,14 @@ from oslo_upgradecheck import upgradecheck
 
 from ironic_partition.cmd import check
 from ironic_partition.cmd import upgrade_check
+from ironic_partition.db import services as services_db
 from ironic_partition.tests import base
 
 SUCCESS = upgradecheck.Code.SUCCESS
 WARNING = upgradecheck.Code.WARNING
 FAILURE = upgradecheck.Code.FAILURE
 
-ALL = list(check.CHECKS) + list(check.FEED_CHECKS)
+ALL = list(check.CHECKS) + list(check.FLEET_CHECKS) + list(check.FEED_CHECKS)
 
 
 def _doc(problems=(), warnings=(), skipped=()):
@@ -68,13 +69,14 @@ class TestUpgradeCheck(base.TestCase):
         self.assertEqual(
             ['Configuration', 'Claim timing',
              'Membership and claims database',
-             'Ironic and the conductor group', 'Shards', 'Change feed'],
+             'Ironic and the conductor group',
+             'Conductor groups and shards served', 'Shards', 'Change feed'],
             list(rows))
         self.assertEqual({SUCCESS}, {r for r, _d in rows.values()})
         # The checks ran once, for nova-compute by default, with the
         # change feed's usability (one full listing), not the comparison.
         run_checks.assert_called_once_with(
-            mock.ANY, 'nova-compute', feed_usable=True)
+            mock.ANY, 'nova-compute', feed_usable=True, fleet=True)
         # nova's default cadence: 60 s, so a 120 s lease.
         self.assertIn('lease_time 120', rows['Claim timing'][1])
         self.assertIn('[DEFAULT] update_resources_interval is 60 s',
@@ -100,7 +102,7 @@ class TestUpgradeCheck(base.TestCase):
     def test_a_row_nothing_could_check_is_a_warning(self):
         code, rows, _r = self.run_main(_doc(
             problems=[('ironic', 'Ironic at x is unavailable')],
-            skipped=['group', 'shards', 'feed']))
+            skipped=['group', 'shards', 'feed', 'coverage', 'served']))
         self.assertEqual(FAILURE, code)
         self.assertEqual(FAILURE, rows['Ironic and the conductor group'][0])
         self.assertEqual((WARNING, 'Not checked: it needs what failed '
@@ -121,6 +123,99 @@ class TestUpgradeCheck(base.TestCase):
         code, rows, run_checks = self.run_main(_doc(), '--role', 'agent')
         self.assertEqual(SUCCESS, code)
         run_checks.assert_called_once_with(mock.ANY, 'agent',
-                                           feed_usable=True)
+                                           feed_usable=True, fleet=True)
         self.assertIn('[ironic_partition] refresh_interval is',
                       rows['Claim timing'][1])
+
+
+class _FleetClient(object):
+    def __init__(self, nodes):
+        self.nodes = nodes
+
+    def list_node_dicts(self, fields, microversion=None, **filters):
+        return [dict(n) for n in self.nodes]
+
+
+def _node(i, group, shard=None, driver='fake-hardware'):
+    return {'uuid': 'node-%02d' % i, 'name': None, 'driver': driver,
+            'conductor_group': group, 'shard': shard}
+
+
+def _service(host, key=None, shard=None, alive=True):
+    return services_db.ServiceRecord(
+        host=host, role='nova-compute', partition_key=key, version=None,
+        created_at=None, last_seen=None, down=not alive, alive=alive,
+        incarnation=1, shard=shard)
+
+
+CONDUCTORS = [
+    {'hostname': 'c1', 'conductor_group': 'rack1', 'alive': True,
+     'drivers': ['fake-hardware']},
+    {'hostname': 'c2', 'conductor_group': 'rack2', 'alive': True,
+     'drivers': ['fake-hardware']},
+]
+
+
+class TestFleetCheck(base.TestCase):
+
+    def fleet(self, nodes, services):
+        report = check._Report()
+        report.services = services
+        check._check_fleet(_FleetClient(nodes), CONDUCTORS, 'nova-compute',
+                           report)
+        return report
+
+    def test_every_group_and_shard_served(self):
+        nodes = [_node(0, 'rack1'), _node(1, 'rack2', 'S1'),
+                 _node(2, 'rack2', 's1')]
+        report = self.fleet(nodes, [_service('cn1', 'rack1'),
+                                    _service('cn2', 'RACK2', 's1')])
+        self.assertEqual([], report.findings)
+        self.assertEqual(['served', 'coverage'], report.passed)
+
+    def test_a_group_no_live_compute_lists(self):
+        nodes = [_node(0, 'rack1'), _node(1, 'rack2'), _node(2, 'rack2')]
+        report = self.fleet(nodes, [_service('cn1', 'rack1'),
+                                    _service('cn2', 'rack2', alive=False)])
+        [finding] = report.findings
+        self.assertEqual(('coverage', 'warning'),
+                         (finding.check, finding.severity))
+        self.assertIn("2 nodes in conductor group 'rack2' are listed by no "
+                      "live nova-compute service", finding.message)
+
+    def test_a_shard_no_compute_lists(self):
+        # The compute of rack1 lists shard s1 only.
+        nodes = [_node(0, 'rack1', 's1'), _node(1, 'rack1', 's2')]
+        report = self.fleet(nodes, [_service('cn1', 'rack1', 's1')])
+        [finding] = report.findings
+        self.assertIn("1 nodes in conductor group 'rack1', shard 's2'",
+                      finding.message)
+
+    def test_an_unpartitioned_compute_lists_everything(self):
+        nodes = [_node(0, 'rack1', 's1'), _node(1, 'rack1', 's2'),
+                 _node(2, 'rack2')]
+        report = self.fleet(nodes, [_service('cn1')])
+        self.assertEqual([], report.findings)
+
+    def test_a_group_mixing_sharded_and_unsharded_nodes(self):
+        nodes = [_node(0, 'rack1', 's1'), _node(1, 'rack1'),
+                 _node(2, 'rack1')]
+        report = self.fleet(nodes, [_service('cn1', 'rack1')])
+        [finding] = report.findings
+        self.assertIn("Conductor group 'rack1' has 1 nodes with a shard "
+                      "and 2 without", finding.message)
+
+    def test_a_hardware_type_no_alive_conductor_serves(self):
+        nodes = [_node(0, 'rack1', driver='ipmi')]
+        report = self.fleet(nodes, [_service('cn1', 'rack1')])
+        [finding] = report.problems
+        self.assertEqual('served', finding.check)
+        self.assertIn("no alive conductor serves its hardware type 'ipmi'",
+                      finding.message)
+
+    def test_without_the_services_only_the_conductors_are_checked(self):
+        # The static or nova membership backends keep no services.
+        nodes = [_node(0, 'rack9')]
+        report = self.fleet(nodes, None)
+        [finding] = report.problems
+        self.assertEqual('served', finding.check)

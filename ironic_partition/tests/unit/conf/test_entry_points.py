@@ -29,6 +29,7 @@ from oslo_config import generator
 
 from ironic_partition.cmd import cli
 from ironic_partition.cmd import dbsync
+from ironic_partition.cmd import upgrade_check
 from ironic_partition.membership import base as membership_base
 from ironic_partition.membership import database
 from ironic_partition.membership import nova
@@ -41,6 +42,8 @@ AUDITED = [
      'ironic_partition.cmd.cli:main', 'test_console_scripts'),
     ('console_scripts', 'ironic-partition-dbsync',
      'ironic_partition.cmd.dbsync:main', 'test_console_scripts'),
+    ('console_scripts', 'ironic-partition-status',
+     'ironic_partition.cmd.upgrade_check:main', 'test_console_scripts'),
     ('oslo.config.opts', 'ironic_partition',
      'ironic_partition.conf.opts:list_opts',
      'test_conf.TestListOpts.test_entry_point_loads_through_stevedore'),
@@ -88,6 +91,8 @@ class TestEntryPoints(base.TestCase):
                    metadata.entry_points(group='console_scripts')}
         self.assertIs(cli.main, scripts['ironic-partition'].load())
         self.assertIs(dbsync.main, scripts['ironic-partition-dbsync'].load())
+        self.assertIs(upgrade_check.main,
+                      scripts['ironic-partition-status'].load())
 
     def test_membership_backends(self):
         self.config(group='ironic_partition', host='cn1')
