@@ -45,6 +45,7 @@ import requests
 
 from ironic_partition import _urls
 from ironic_partition import exception
+from ironic_partition import executor as executor_mod
 from ironic_partition import prefetch
 
 LOG = logging.getLogger(__name__)
@@ -317,25 +318,21 @@ class IronicClient(object):
     def executor(self):
         """The one executor of this client's concurrent calls.
 
-        A thread pool of at most :data:`EXECUTOR_WORKERS` workers, started
-        on first use and kept for the life of the client: page
-        prefetching, look-ups of instances, and the two reads of a
-        refresh that run at once (:mod:`ironic_partition.node_index`,
+        A :class:`~ironic_partition.executor.DaemonExecutor` of at most
+        :data:`EXECUTOR_WORKERS` daemon workers, started on first use and
+        kept for the life of the client: page prefetching, look-ups of
+        instances, and the two reads of a refresh that run at once
+        (:mod:`ironic_partition.node_index`,
         :mod:`ironic_partition.change_feed`) all run on it, instead of a
         pool built at every refresh.
         """
         with self._executor_lock:
             if self._executor is None:
-                # NOTE(ironic-partition): the standard library's pool,
-                # not futurist's: importing futurist imports eventlet
-                # wherever it is installed (every host with oslo.service),
-                # which prints eventlet's deprecation warning in every
-                # command and is what this project keeps out of its
-                # processes. This pool reuses an idle worker before it
-                # starts another, up to the bound.
-                self._executor = futures.ThreadPoolExecutor(
-                    max_workers=EXECUTOR_WORKERS,
-                    thread_name_prefix='ironic-partition')
+                # NOTE(ironic-partition): daemon workers, neither the
+                # standard library's pool nor futurist's: see
+                # ironic_partition.executor.
+                self._executor = executor_mod.DaemonExecutor(
+                    EXECUTOR_WORKERS, name='ironic-partition')
             return self._executor
 
     def close(self):

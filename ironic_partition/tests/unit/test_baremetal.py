@@ -220,7 +220,7 @@ class TestExecutor(base.TestCase):
             self.assertEqual(25, len(client.list_nodes()))
         self.assertIs(executor, client.executor)
         # The prefetching worker went back to the pool each time.
-        self.assertLessEqual(len(executor._threads), 2)
+        self.assertLessEqual(executor.workers, 2)
         client.close()
         self.assertRaises(RuntimeError, executor.submit, lambda: None)
         # A later call starts a new one.
