@@ -49,6 +49,7 @@ from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import api as db_api
 from ironic_partition.membership import database as membership_database
+from ironic_partition import settings as settings_mod
 
 ADMIN_URLS = {
     'postgresql': ('IRONIC_PARTITION_TEST_PG_URL',
@@ -143,8 +144,9 @@ def _service(index, args, url, conf, counters, start_at, stop_at):
     sa.event.listen(connection.engine, 'handle_error',
                     counters.deadlock_listener)
     backend = membership_database.DatabaseMembership(
-        conf, 'bench-host-%03d' % index, 'nova-compute', partition_key='',
-        version='bench', connection=connection)
+        settings_mod.for_tests('bench-host-%03d' % index, partition_key='',
+                               conf=conf),
+        'nova-compute', version='bench', connection=connection)
     # NOTE(bench): spread the services over the first interval, as real
     # services started at different times would be.
     next_at = start_at + args.interval * index / args.services

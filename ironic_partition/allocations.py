@@ -287,8 +287,7 @@ class Reserver(object):
         if timeout is None:
             timeout = self.timeout
         if timeout is None:
-            timeout = self.partitioner.conf.ironic_partition.\
-                allocation_timeout
+            timeout = self.partitioner.settings.allocation_timeout
         if (isinstance(timeout, bool)
                 or not isinstance(timeout, (int, float)) or timeout < 0):
             raise exception.InvalidAllocationRequest(

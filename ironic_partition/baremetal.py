@@ -37,20 +37,15 @@ import time
 import urllib.parse
 
 from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import loading as ks_loading
-from openstack import connection
 from openstack import exceptions as sdk_exc
 from oslo_log import log as logging
 import requests
 
-from ironic_partition import _urls
 from ironic_partition import exception
 from ironic_partition import executor as executor_mod
 from ironic_partition import prefetch
 
 LOG = logging.getLogger(__name__)
-
-GROUP = 'ironic'
 
 #: Conductor groups: the ``conductor_group`` filter and field.
 MIN_MICROVERSION = '1.46'
@@ -264,22 +259,24 @@ def _http_date(value):
 class IronicClient(object):
     """Lists nodes and conductors through openstacksdk's baremetal proxy.
 
-    :param conf: a ``ConfigOpts`` with keystoneauth options in
-        ``[ironic]`` (see :func:`register_opts`). Not used when
-        ``connection`` is given.
-    :param connection: an ``openstack.connection.Connection`` to use
-        instead of building one from ``conf``.
+    :param connection: an ``openstack.connection.Connection``.
+    :param connect: a callable building the connection on first use
+        (:func:`ironic_partition.settings.ironic_connector`), when
+        ``connection`` is not given.
+    :param endpoint: describes the endpoint in messages (password
+        masked).
     :param page_size: nodes per API page (Ironic's maximum is usually
         1000).
     """
 
-    def __init__(self, conf=None, connection=None,
+    def __init__(self, connection=None, connect=None, endpoint=None,
                  page_size=DEFAULT_PAGE_SIZE):
-        if conf is None and connection is None:
-            raise ValueError('IronicClient needs conf or connection')
-        self._conf = conf
+        if connect is None and connection is None:
+            raise ValueError('IronicClient needs connect or connection')
+        self._connect = connect
         self._connection = connection
         self._own_connection = connection is None
+        self._endpoint = endpoint
         self.page_size = page_size
         self._executor = None
         self._executor_lock = threading.Lock()
@@ -287,31 +284,17 @@ class IronicClient(object):
     @property
     def endpoint(self):
         """The configured Ironic endpoint, for messages (password masked)."""
-        if self._conf is not None and 'endpoint_override' in self._conf[
-                GROUP]:
-            override = self._conf[GROUP].endpoint_override
-            if override:
-                return _urls.mask(override)
-        return 'the baremetal endpoint of the service catalog'
+        return (self._endpoint or
+                'the baremetal endpoint of the service catalog')
 
     @property
     def connection(self):
-        """The openstacksdk connection, built on first use and cached."""
+        """The openstacksdk connection, built on first use and cached.
+
+        :raises IronicUnavailable: when it cannot be built.
+        """
         if self._connection is None:
-            try:
-                auth = ks_loading.load_auth_from_conf_options(
-                    self._conf, GROUP)
-                session = ks_loading.load_session_from_conf_options(
-                    self._conf, GROUP, auth=auth)
-                # NOTE(ironic-partition): only the baremetal service; with
-                # nova's CONF the SDK would otherwise try (and warn about)
-                # every service nova has options for.
-                self._connection = connection.Connection(
-                    session=session, oslo_conf=self._conf,
-                    service_types={'baremetal'})
-            except (ks_exc.ClientException, sdk_exc.SDKException) as e:
-                raise exception.IronicUnavailable(
-                    endpoint=self.endpoint, reason=e)
+            self._connection = self._connect()
         return self._connection
 
     @property

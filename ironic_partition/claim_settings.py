@@ -14,17 +14,17 @@
 
 """The ownership claims' settings: when claims are on, and their timing.
 
-Read and checked from ``[ironic_partition]`` against the consumer's
-cadence (how often it refreshes, and how long it may act on a result
-after a fence), before any :class:`~ironic_partition.claims.ClaimManager`
-is built; see :mod:`ironic_partition.claims` for what the claims do and
+Checked from the service's :class:`~ironic_partition.settings.Settings`
+against the consumer's cadence (how often it refreshes, and how long it
+may act on a result after a fence), before any
+:class:`~ironic_partition.claims.ClaimManager` is built; see
+:mod:`ironic_partition.claims` for what the claims do and
 ``doc/source/admin/safety.rst`` for the timing argument.
 """
 
 import collections
 import math
 
-from oslo_config import cfg
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
@@ -65,13 +65,13 @@ Cadence = collections.namedtuple('Cadence',
                                  ['interval', 'hold', 'interval_option'])
 
 
-def agent_cadence(conf):
+def agent_cadence(refresh_interval):
     """The cadence of a consumer refreshing every ``refresh_interval``.
 
-    :param conf: a ``ConfigOpts`` with ``[ironic_partition]`` registered.
+    :param refresh_interval: ``[ironic_partition] refresh_interval``.
     :returns: a :data:`Cadence` with no hold.
     """
-    return Cadence(conf[partition_conf.GROUP].refresh_interval, 0,
+    return Cadence(refresh_interval, 0,
                    '[ironic_partition] refresh_interval')
 
 
@@ -82,24 +82,8 @@ def config_error(option, value, reason):
         reason=reason)
 
 
-#: The options whose choice by an operator makes a long lease worth a
-#: warning.
-_TIMING_OPTIONS = ('lease_time', 'fencing_margin', 'service_down_time',
-                   'refresh_interval')
-
-
-def _timing_chosen(conf):
-    defaults = (cfg.Locations.opt_default, cfg.Locations.set_default)
-    for name in _TIMING_OPTIONS:
-        # NOTE(ironic-partition): None before the configuration is parsed.
-        where = conf.get_location(name, partition_conf.GROUP)
-        if where is not None and where.location not in defaults:
-            return True
-    return False
-
-
-def get_settings(conf, cadence=None):
-    """Read and validate the claim options against the consumer's cadence.
+def resolve(settings):
+    """Validate the claim options against the consumer's cadence.
 
     Claims are renewed by a timer of their own, so a refresh slower than
     the lease never lets them lapse. What the lease must cover is the
@@ -110,24 +94,24 @@ def get_settings(conf, cadence=None):
     two intervals, and what leaves the timer room to renew three times
     before the fence.
 
-    :param conf: a ``ConfigOpts`` with ``[ironic_partition]`` registered.
-    :param cadence: the consumer's :data:`Cadence`; by default the
-        agent's (:func:`agent_cadence`).
+    :param settings: the service's :class:`~ironic_partition.settings.
+        Settings` (``lease_time``, ``fencing_margin``,
+        ``service_down_time``, ``claims_mode``, ``timing_chosen`` and the
+        consumer's ``cadence``).
     :returns: a :data:`ClaimSettings`.
     :raises ConfigurationError: when ``lease_time`` is shorter than two
         refresh intervals of the consumer, or ``fencing_margin`` is shorter
         than the consumer's hold or leaves the timer no time to renew; the
         message names the options.
     """
-    group = conf[partition_conf.GROUP]
-    if cadence is None:
-        cadence = agent_cadence(conf)
+    cadence = settings.cadence
+    down = settings.service_down_time
     interval, hold = cadence.interval, cadence.hold
-    lease = group.lease_time
-    margin = group.fencing_margin
+    lease = settings.lease_time
+    margin = settings.fencing_margin
     if lease is None:
         floor = (hold + 3.0) / 0.9 if margin is None else margin + 3.0
-        lease = max(group.service_down_time, 2 * interval,
+        lease = max(down, 2 * interval,
                     int(math.ceil(floor)))
     elif lease < 2 * interval:
         raise config_error(
@@ -159,31 +143,29 @@ def get_settings(conf, cadence=None):
     # NOTE(ironic-partition): only timings the operator chose are worth a
     # warning; on our defaults (a 120 s lease inside nova) the takeover
     # time is ours, and documented (admin/nova-compute).
-    if (_timing_chosen(conf) and
-            lease >= group.service_down_time + interval):
+    if settings.timing_chosen and lease >= down + interval:
         LOG.warning('[ironic_partition] lease_time (%(lease)s) is not '
                     'shorter than service_down_time (%(down)s) plus '
                     '%(option)s (%(interval)s): the nodes of a dead service '
                     'are reported again only after up to %(bound)s s plus '
                     'one refresh',
-                    {'lease': lease, 'down': group.service_down_time,
+                    {'lease': lease, 'down': down,
                      'option': cadence.interval_option,
                      'interval': interval, 'bound': lease + interval})
-    return ClaimSettings(group.claims, float(lease), float(margin),
+    return ClaimSettings(settings.claims_mode, float(lease), float(margin),
                          float(renew))
 
 
-def wanted(conf, store):
-    """Tell whether claims are on for this configuration and store.
+def wanted(mode, store):
+    """Tell whether claims are on for a ``claims`` mode and a store.
 
-    :param conf: a ``ConfigOpts`` with ``[ironic_partition]`` registered.
+    :param mode: ``[ironic_partition] claims``.
     :param store: the membership backend's :class:`~ironic_partition.db.
         store.Store`, or None when it keeps no database.
     :returns: True when claims are on: ``claims = database``, or
         ``claims = auto`` with a membership backend that keeps a database
         (the ``database`` backend).
     """
-    mode = conf[partition_conf.GROUP].claims
     if mode == MODE_OFF:
         return False
     if mode == MODE_DATABASE:
@@ -215,10 +197,10 @@ def local_database_error(connection, why, sharers, alternative=None):
         value=connection.masked_connection, reason=reason)
 
 
-def check_shared_database(conf, connection, host, allow_local):
+def check_shared_database(peer_list, connection, host, allow_local):
     """Refuse, or warn about, a SQLite database shared by several hosts.
 
-    :param conf: a ``ConfigOpts`` with ``[ironic]`` registered.
+    :param peer_list: ``[ironic] peer_list``.
     :param connection: the claims' :class:`~ironic_partition.db.store.
         Store` (or its connection), on SQLite.
     :param host: this service's host name.
@@ -227,8 +209,7 @@ def check_shared_database(conf, connection, host, allow_local):
         connection`` and the peers, when not allowed.
     :returns: None
     """
-    peers = [p.strip().lower() for p in conf.ironic.peer_list or ()
-             if p.strip()]
+    peers = [p.strip().lower() for p in peer_list or () if p.strip()]
     others = sorted(set(peers) - {host.lower()})
     if not others:
         return

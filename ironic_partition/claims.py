@@ -64,7 +64,6 @@ import sqlalchemy.exc as sa_exc
 
 from ironic_partition._i18n import _
 from ironic_partition import claim_settings
-from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import health
 from ironic_partition.db import store as store_mod
 from ironic_partition import exception
@@ -83,52 +82,48 @@ DATABASE_ERRORS = (sa_exc.SQLAlchemyError, db_exc.DBError,
                    exception.MembershipError)
 
 
-def from_conf(conf, host, store=None, role=None, takeover=False,
-              clock=time.monotonic, cadence=None):
-    """Build the claim manager a configuration asks for.
+def from_settings(settings, store=None, role=None, takeover=False,
+                  clock=time.monotonic):
+    """Build the claim manager the settings ask for.
 
     The claims share the membership backend's store (connection and
     identity) when it has one; otherwise (``claims = database`` with the
-    ``nova`` or ``static`` backend) a store is opened from
-    ``[ironic_partition_database]``, and the claims register and
-    heartbeat its identity themselves.
+    ``nova`` or ``static`` backend) a store is opened from the settings'
+    database, and the claims register and heartbeat its identity
+    themselves.
 
-    :param conf: a ``ConfigOpts`` with ``[ironic_partition]`` registered.
-    :param host: this service's host name.
+    :param settings: the service's :class:`~ironic_partition.settings.
+        Settings`; the claim timings follow its cadence (see
+        :func:`~ironic_partition.claim_settings.resolve`).
     :param store: the membership backend's :class:`~ironic_partition.db.
         store.Store`, or None.
     :param role: this service's role; :data:`DEFAULT_ROLE` when None.
     :param takeover: with a store of their own, the claims replace a live
         holder of the host name at start.
     :param clock: a monotonic clock.
-    :param cadence: the consumer's :data:`~ironic_partition.
-        claim_settings.Cadence` (see :func:`~ironic_partition.
-        claim_settings.get_settings`).
     :returns: a :class:`ClaimManager`, or None when claims are off.
     :raises ConfigurationError: for invalid claim options, or an SQLite
         library too old for the claim statements.
     """
-    if not claim_settings.wanted(conf, store):
-        if conf[partition_conf.GROUP].claims == claim_settings.MODE_AUTO:
+    if not settings.claims_wanted(store):
+        if settings.claims_mode == claim_settings.MODE_AUTO:
             LOG.info('Ownership claims are off: the membership backend '
                      'keeps no shared database; set [ironic_partition] '
                      'claims = database (with a shared '
                      '[ironic_partition_database] connection) to make '
                      'rebalancing safe')
         return None
-    settings = claim_settings.get_settings(conf, cadence)
+    timings = settings.claims()
     role = role or DEFAULT_ROLE
     owns_store = store is None
     if owns_store:
-        store = store_mod.Store.from_conf(
-            conf, host, role, conf[partition_conf.GROUP].service_down_time,
-            takeover=takeover)
+        store = store_mod.Store.open(settings, role, takeover=takeover)
     store.claims.check_supported()
-    return ClaimManager(store, host, role,
-                        lease_time=settings.lease_time,
-                        fencing_margin=settings.fencing_margin,
+    return ClaimManager(store, settings.host, role,
+                        lease_time=timings.lease_time,
+                        fencing_margin=timings.fencing_margin,
                         clock=clock, owns_store=owns_store,
-                        renew_interval=settings.renew_interval)
+                        renew_interval=timings.renew_interval)
 
 
 class ClaimManager(object):

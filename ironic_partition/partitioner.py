@@ -88,8 +88,9 @@ def _shard_kwargs(settings):
 class Partitioner(object):
     """Computes and caches which nodes this service manages.
 
-    :param conf: a ``ConfigOpts`` with ironic-partition's options
-        registered; the partition settings are validated at once.
+    :param settings: the service's :class:`~ironic_partition.settings.
+        Settings`, validated (:func:`ironic_partition.settings.
+        from_conf`); the claims' timings follow its cadence.
     :param client: an :class:`~ironic_partition.baremetal.IronicClient`.
     :param membership: a started
         :class:`~ironic_partition.membership.base.MembershipBackend`.
@@ -98,34 +99,27 @@ class Partitioner(object):
     :param claims: a :class:`~ironic_partition.claims.ClaimManager`;
         None (the default) builds one as ``[ironic_partition] claims``
         says, False turns claims off.
-    :param cadence: how the consumer refreshes, a
-        :data:`~ironic_partition.claim_settings.Cadence`; the agent's
-        (``refresh_interval``, no hold) by default.
     :param allow_local_database: False refuses a SQLite membership or
         claims database while ``[ironic] peer_list`` names other hosts.
     :raises ConfigurationError: when the settings are invalid at start.
     """
 
-    def __init__(self, conf, client, membership, clock=time.monotonic,
-                 claims=None, cadence=None, allow_local_database=True):
-        self.conf = conf
+    def __init__(self, settings, client, membership, clock=time.monotonic,
+                 claims=None, allow_local_database=True):
         self.client = client
         self.membership = membership
         self._clock = clock
         self._lock = threading.Lock()
-        self._settings = ip_conf.validate(conf)
-        #: How the consumer refreshes (the agent's, or nova's cadence).
-        self.cadence = (cadence if cadence is not None
-                        else claim_settings.agent_cadence(conf))
+        self._settings = settings
         # NOTE(ironic-partition): backends that do not derive from
         # MembershipBackend (test fakes, third parties) keep no store.
         store = getattr(membership, 'store', None)
         if claims is None:
-            claims = claims_mod.from_conf(
-                conf, self._settings.host, store=store,
+            claims = claims_mod.from_settings(
+                settings, store=store,
                 role=getattr(membership, 'role', None),
                 takeover=getattr(membership, 'takeover', False),
-                clock=clock, cadence=cadence)
+                clock=clock)
         #: The :class:`~ironic_partition.claims.ClaimManager`, or None
         #: when claims are off.
         self.claims = claims or None
@@ -141,14 +135,13 @@ class Partitioner(object):
         if not allow_local_database:
             self._check_shared_store()
         self._live = frozenset()
-        group = conf.ironic_partition
-        self.rings = ring_base.from_conf(
-            conf, lambda key: self._live,
-            claims=claim_settings.wanted(conf, membership.store))
+        self.rings = ring_base.from_settings(
+            settings, lambda key: self._live,
+            claims=settings.claims_wanted(membership.store))
         #: The nodes of the partition, kept current by the change feed.
         self.index = node_index.NodeIndex(
-            client, group.full_resync_interval, group.change_feed_overlap,
-            clock=clock)
+            client, settings.full_resync_interval,
+            settings.change_feed_overlap, clock=clock)
         self._owners_ring = None
         self._owners_memo = {}
         #: Our instances Ironic gave no node, remembered until the next
@@ -162,8 +155,13 @@ class Partitioner(object):
 
     @property
     def settings(self):
-        """The partition settings in force."""
+        """The :class:`~ironic_partition.settings.Settings` in force."""
         return self._settings
+
+    @property
+    def cadence(self):
+        """How the consumer refreshes (the agent's, or nova's cadence)."""
+        return self._settings.cadence
 
     def start(self):
         """Start the claims' lease timer; idempotent.
@@ -187,7 +185,7 @@ class Partitioner(object):
         store = self.store
         if store is not None and store.dialect == 'sqlite':
             claim_settings.check_shared_database(
-                self.conf, store, self._settings.host,
+                self._settings.peer_list, store, self._settings.host,
                 self._allow_local_database)
 
     def add_fence_listener(self, listener):
@@ -208,24 +206,32 @@ class Partitioner(object):
         if self.claims is not None:
             self.claims.timer.add_renew_listener(listener)
 
-    def reload_settings(self):
-        """Apply new partition settings, or keep the old ones if invalid.
+    def reload_settings(self, read):
+        """Apply new settings, or keep the old ones if invalid.
 
-        Logs one line with the old and new values. The next refresh uses
-        the new settings and logs the new node count.
+        Logs one line with the old and new partition values. The next
+        refresh uses the new settings and logs the new node count.
 
-        :returns: ``True`` when the settings changed.
+        :param read: a callable returning the new :class:`~ironic_partition.
+            settings.Settings` (:func:`ironic_partition.settings.from_conf`
+            on the reloaded configuration); a ``ConfigurationError`` or
+            ``ValueError`` it raises rejects the reload.
+        :returns: ``True`` when the partition settings changed.
         """
         old = self._settings
         try:
-            new = ip_conf.get_settings(self.conf)
+            new = read()
         except (exception.ConfigurationError, ValueError) as e:
             LOG.error('Rejected the new partition settings, keeping '
                       'partition_key=%(key)r peer_list=%(peers)s: %(err)s',
                       {'key': old.partition_key,
                        'peers': ','.join(old.peer_list), 'err': e})
             return False
-        if new == old:
+        if new.partition == old.partition:
+            # NOTE(ironic-partition): other mutable options (such as
+            # hand_over_on_stop and allocation_timeout) apply at once.
+            with self._lock:
+                self._settings = new
             return False
         # NOTE(ironic-partition): shard (issue 15). A shard change needs a
         # restart, as nova registers [ironic] shard immutable: the
@@ -272,7 +278,7 @@ class Partitioner(object):
         now = self._clock()
         if self._stale_since is None:
             self._stale_since = now
-        timeout = self.conf.ironic_partition.membership_stale_timeout
+        timeout = self._settings.membership_stale_timeout
         age = now - self._stale_since
         if age >= timeout:
             raise exception.PartitionNotReady(
@@ -411,7 +417,7 @@ class Partitioner(object):
                 claim_seconds=outcome.seconds if outcome else 0.0,
                 instance_lookups=asked)
             result = refresh_result.RefreshResult(
-                settings=settings, membership=membership,
+                settings=settings.partition, membership=membership,
                 ring_ownership=ring_ownership, ownership=ownership,
                 nodes=by_id, gained=managed - previous,
                 lost=previous - managed, claims=outcome, metrics=metrics)
@@ -526,9 +532,9 @@ class Partitioner(object):
         See :func:`ironic_partition.readonly.claimed_by_others`.
         """
         return readonly.claimed_by_others(
-            self.conf, self.store,
+            self._settings, self.store,
             getattr(self.membership, 'role', None) or
-            claims_mod.DEFAULT_ROLE, self._settings.host, node_ids)
+            claims_mod.DEFAULT_ROLE, node_ids)
 
     def claim_holder(self, node_id):
         """Read who holds a valid claim on a node, by the database.

@@ -28,7 +28,6 @@ from oslo_log import log as logging
 from sqlalchemy.engine import url as sa_url
 
 from ironic_partition._i18n import _
-from ironic_partition import claim_settings
 from ironic_partition import claims as claims_mod
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
@@ -78,19 +77,18 @@ def check_database(db):
             reason='%s: %s' % (type(e).__name__, ' '.join(str(e).split())))
 
 
-def open_membership(conf, settings, role):
+def open_membership(settings, role):
     """Open the configured membership backend read-only.
 
     Nothing joins: the database backend is checked and read but sends no
     heartbeat, so a CLI run never looks like a live service.
 
-    :param conf: the ``ConfigOpts``.
-    :param settings: the :data:`~ironic_partition.conf.PartitionSettings`.
+    :param settings: the :class:`~ironic_partition.settings.Settings`.
     :param role: the role whose services to read.
     :returns: a membership backend whose ``members()`` can be called.
     :raises MembershipError: the backend cannot be loaded or read.
     """
-    name = conf.ironic_partition.membership_backend
+    name = settings.membership_backend
     if name == 'nova':
         raise exception.BackendNotSupported(
             backend=name,
@@ -98,10 +96,7 @@ def open_membership(conf, settings, role):
                      'nova-compute; the CLI reads the "database" and '
                      '"static" backends ([ironic_partition] '
                      'membership_backend)'))
-    extra = {'shard': settings.shard} if settings.shard is not None else {}
-    backend = membership_base.get_backend(
-        name, conf, settings.host, role,
-        partition_key=settings.partition_key, **extra)
+    backend = membership_base.get_backend(settings, role)
     store = getattr(backend, 'store', None)
     if store is not None:
         check_database(store.db)
@@ -141,25 +136,25 @@ def read_members(backend, settings):
     return backend.members(settings.partition_key, peers, **extra)
 
 
-def claimed_by_others(conf, store, role, host, node_ids):
+def claimed_by_others(settings, store, role, node_ids):
     """Read which nodes another service holds a valid claim on.
 
     For a consumer that hands nodes out without holding claims of its
     own (``ironic-partition reserve``): a node the ring gives this host
     may still be claimed by a peer, until its lease runs out.
 
-    :param conf: the parsed ``ConfigOpts``.
+    :param settings: the :class:`~ironic_partition.settings.Settings`
+        (the claims mode and this host's name).
     :param store: the membership backend's store, or None.
     :param role: the role the claims are kept under.
-    :param host: this host's name.
     :param node_ids: node UUIDs.
     :returns: a frozenset of those validly claimed by another host;
         empty when claims are off.
     :raises MembershipError: the claims database cannot be read.
     """
-    if store is None or not claim_settings.wanted(conf, store):
+    if store is None or not settings.claims_wanted(store):
         return frozenset()
-    host = host.lower()
+    host = settings.host.lower()
     try:
         snapshot = store.claims.read_claims(role, node_ids=node_ids)
     except claims_mod.DATABASE_ERRORS as e:

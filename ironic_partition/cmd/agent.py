@@ -130,7 +130,6 @@ from ironic_partition._i18n import _
 from ironic_partition.cmd import _args
 from ironic_partition.cmd import _errors
 from ironic_partition import conductor_groups
-from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition import instance_owners
 from ironic_partition.membership import base as membership_base
@@ -546,7 +545,6 @@ def run(conf):
 
 def _serve(conf, args):
     init_threading_backend()
-    ip_conf.validate(conf)
     report_file = (os.path.abspath(args.report_file) if args.report_file
                    else None)
     if args.instance_hosts:
@@ -580,8 +578,8 @@ def _serve(conf, args):
                  {'host': settings.host, 'role': args.role,
                   'key': settings.partition_key, 'shard': settings.shard,
                   'peers': ','.join(settings.peer_list) or '-',
-                  'interval': conf.ironic_partition.refresh_interval,
-                  'backend': conf.ironic_partition.membership_backend,
+                  'interval': settings.cadence.interval,
+                  'backend': settings.membership_backend,
                   'report': report_file or '-'})
         _wait_for_signals(launcher, agent)
     finally:

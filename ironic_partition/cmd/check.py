@@ -66,7 +66,6 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
-from ironic_partition import baremetal
 from ironic_partition.cmd import _args
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
@@ -79,6 +78,7 @@ from ironic_partition.inspection import audit as inspection_audit
 from ironic_partition.membership import base as membership_base
 from ironic_partition import node_index
 from ironic_partition import readonly
+from ironic_partition import settings as settings_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def _lenient_settings(conf):
     """Read what can be read of the settings when validation failed.
 
     :param conf: the ``ConfigOpts``.
-    :returns: a :data:`~ironic_partition.conf.PartitionSettings` with what
+    :returns: a :class:`~ironic_partition.settings.Settings` with what
         could be read (key and peers may be None / empty).
     """
     try:
@@ -153,7 +153,9 @@ def _lenient_settings(conf):
         shard = ip_conf.normalize_shard(conf.ironic.shard)
     except (exception.ConfigurationError, cfg.Error, ValueError):
         shard = None
-    return ip_conf.PartitionSettings(key, peers, host, shard)
+    return settings_mod.from_conf(
+        conf, partition=ip_conf.PartitionSettings(key, peers, host, shard),
+        lenient=True)
 
 
 def _raw_partition_key(conf):
@@ -179,7 +181,7 @@ def _raw_host(conf):
 
 def _check_config(conf, report):
     try:
-        settings = ip_conf.validate(conf)
+        settings = settings_mod.from_conf(conf)
     except (exception.ConfigurationError, cfg.Error, ValueError) as e:
         report.problem('config', _errors.describe_error(e, conf))
         return _lenient_settings(conf)
@@ -192,7 +194,7 @@ def _check_database(conf, settings, role, report):
     if not settings.host:
         return None
     try:
-        backend = readonly.open_membership(conf, settings, role)
+        backend = readonly.open_membership(settings, role)
     except exception.IronicPartitionException as e:
         report.problem('database', e)
         return None
@@ -243,7 +245,7 @@ def _check_duplicates(db, role, report):
 
 
 def _check_ironic(conf, report):
-    client = baremetal.IronicClient(conf=conf)
+    client = settings_mod.ironic_client(conf)
     try:
         conductors = client.list_conductors()
     except exception.IronicPartitionException as e:

@@ -32,14 +32,14 @@ from ironic_partition._i18n import _
 from ironic_partition import _urls
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
-from ironic_partition.db import api as db_api
 from ironic_partition.db import migration
+from ironic_partition import settings as settings_mod
 
 LOG = logging.getLogger(__name__)
 
 
 def _upgrade(conf, out):
-    connection = db_api.Connection.from_conf(conf)
+    connection = settings_mod.database_settings(conf).connect()
     try:
         before = connection.schema_revision()
         after = connection.upgrade(conf.command.revision)
@@ -58,7 +58,7 @@ def _upgrade(conf, out):
 
 
 def _version(conf, out):
-    connection = db_api.Connection.from_conf(conf)
+    connection = settings_mod.database_settings(conf).connect()
     try:
         current = connection.schema_revision()
     finally:

@@ -34,15 +34,14 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition import allocations
-from ironic_partition import baremetal
 from ironic_partition.cmd import _args
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
-from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
 from ironic_partition import partitioner
 from ironic_partition import readonly
+from ironic_partition import settings as settings_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -67,11 +66,12 @@ def open_partitioner(conf, role):
     :raises: ConfigurationError, MembershipError (see
         :func:`ironic_partition.readonly.open_membership`).
     """
-    settings = ip_conf.validate(conf)
-    client = baremetal.IronicClient(conf=conf)
-    membership = readonly.open_membership(conf, settings, role)
+    settings = settings_mod.from_conf(conf)
+    client = settings_mod.ironic_client(conf)
+    membership = readonly.open_membership(settings, role)
     try:
-        yield partitioner.Partitioner(conf, client, membership, claims=False)
+        yield partitioner.Partitioner(settings, client, membership,
+                                      claims=False)
     finally:
         readonly.close_membership(membership)
 
@@ -157,8 +157,8 @@ def run_release(conf, out=None, err=None):
                 value=[args.allocation, args.node],
                 reason=_('give either an allocation (UUID or name) or '
                          '--node, not both and not neither'))
-        reserver = allocations.Reserver(baremetal.IronicClient(conf=conf),
-                                        None)
+        reserver = allocations.Reserver(
+            settings_mod.ironic_client(conf), None)
         released = reserver.release(allocation=args.allocation,
                                     node=args.node)
     except exception.InvalidCommandInput as e:

@@ -28,20 +28,18 @@ gets from :class:`~ironic_partition.ring.conductor.ConductorRingProvider`.
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
-from ironic_partition import baremetal
-from ironic_partition import claim_settings
 from ironic_partition.cmd import _args
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
 from ironic_partition.cmd import _stats
 from ironic_partition import conductor_groups
-from ironic_partition import conf as ip_conf
 from ironic_partition import instance_owners
 from ironic_partition.membership import base as membership_base
 from ironic_partition import readonly
 from ironic_partition.ring import base as ring_base
 from ironic_partition.ring import conductor
 from ironic_partition import rules
+from ironic_partition import settings as settings_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -56,10 +54,10 @@ def compute_ring(conf, role, instance_hosts=None, progress=None):
     :returns: a JSON-serialisable dict.
     """
     progress = progress or _output.Progress(enabled=False)
-    settings = ip_conf.validate(conf)
+    settings = settings_mod.from_conf(conf)
     key = settings.partition_key
-    client = baremetal.IronicClient(conf=conf)
-    backend = readonly.open_membership(conf, settings, role)
+    client = settings_mod.ironic_client(conf)
+    backend = readonly.open_membership(settings, role)
     try:
         with progress.task(_('Listing Ironic conductors')):
             conductor_groups.check(client, key)
@@ -69,11 +67,12 @@ def compute_ring(conf, role, instance_hosts=None, progress=None):
             nodes = client.list_nodes(conductor_group=key,
                                       shard=settings.shard)
         membership = readonly.read_members(backend, settings)
-        claims = claim_settings.wanted(conf, backend.store)
+        claims = settings.claims_wanted(backend.store)
     finally:
         readonly.close_membership(backend)
-    provider = ring_base.from_conf(conf, lambda key: membership.live,
-                                   claims=claims)
+    provider = ring_base.from_settings(settings,
+                                       lambda key: membership.live,
+                                       claims=claims)
     free = [n.id for n in nodes if n.instance_id is None]
     with progress.task(_('Mapping %d nodes on the ring') % len(free)):
         ring = provider.get_ring(key, keys=provider.ring_keys(nodes, key))
@@ -175,7 +174,7 @@ def conductor_rings(conf, group=None, progress=None):
     :returns: a JSON-serialisable dict.
     """
     progress = progress or _output.Progress(enabled=False)
-    client = baremetal.IronicClient(conf=conf)
+    client = settings_mod.ironic_client(conf)
     with progress.task(_('Listing Ironic conductors')):
         conductors = client.list_conductors()
     if group is not None:

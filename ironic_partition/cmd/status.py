@@ -25,17 +25,15 @@ peers that are not alive) with what to do about them.
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
-from ironic_partition import baremetal
 from ironic_partition.cmd import _args
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
 from ironic_partition import conductor_groups
-from ironic_partition import conf as ip_conf
-from ironic_partition.db import api as db_api
 from ironic_partition import instance_owners
 from ironic_partition.membership import base as membership_base
 from ironic_partition import partitioner
 from ironic_partition import readonly
+from ironic_partition import settings as settings_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -56,15 +54,15 @@ def gather(conf, role, instance_hosts=None, progress=None):
     :raises: the errors mapped by :func:`_errors.exit_code_for`.
     """
     progress = progress or _output.Progress(enabled=False)
-    settings = ip_conf.validate(conf)
-    client = baremetal.IronicClient(conf=conf)
-    membership = readonly.open_membership(conf, settings, role)
+    settings = settings_mod.from_conf(conf)
+    client = settings_mod.ironic_client(conf)
+    membership = readonly.open_membership(settings, role)
     try:
         with progress.task(_('Listing Ironic conductors')):
             conductors = conductor_groups.check(client, settings.partition_key)
         # NOTE(ironic-partition): read-only: a CLI run must never take or
         # renew ownership claims in the name of this host.
-        part = partitioner.Partitioner(conf, client, membership,
+        part = partitioner.Partitioner(settings, client, membership,
                                        claims=False)
         with progress.task(
                 _('Listing nodes of group %s from Ironic')
@@ -101,7 +99,7 @@ def read_services(membership, role):
     db = getattr(getattr(membership, 'store', None), 'db', None)
     if db is None:
         return []
-    down_time = membership.conf.ironic_partition.service_down_time
+    down_time = membership.settings.service_down_time
     return [{'host': s.host, 'alive': s.alive,
              'incarnation': s.incarnation,
              'started_at': (s.started_at.isoformat()
@@ -132,7 +130,7 @@ def read_claims(conf, membership, role, settings):
         return {'enabled': False}
     own_db = db is None
     if own_db:
-        db = db_api.Connection.from_conf(conf)
+        db = settings_mod.database_settings(conf).connect()
     try:
         snapshot = db.claims.read_claims(role)
     finally:

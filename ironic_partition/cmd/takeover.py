@@ -29,10 +29,10 @@ from ironic_partition.cmd import _args
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
 from ironic_partition import conf as ip_conf
-from ironic_partition.db import api as db_api
 from ironic_partition import identity
 from ironic_partition.membership import base as membership_base
 from ironic_partition import readonly
+from ironic_partition import settings as settings_mod
 
 
 def run(conf):
@@ -43,7 +43,7 @@ def run(conf):
     """
     args = conf.command
     host = ip_conf.normalize_host(args.host)
-    db = db_api.Connection.from_conf(conf)
+    db = settings_mod.database_settings(conf).connect()
     readonly.check_database(db)
     fence = uuidutils.generate_uuid()
     result = db.services.register_service(

@@ -42,6 +42,7 @@ from ironic_partition.cmd import check
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
+from ironic_partition import settings as settings_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -70,6 +71,18 @@ _OPTS = [
 ]
 
 
+def _any_partition(conf):
+    """The partition settings, or a stand-in when they do not validate.
+
+    The timing row reports on the claim options alone; the configuration
+    row reports the partition options.
+    """
+    try:
+        return ip_conf.get_settings(conf)
+    except (exception.ConfigurationError, ValueError):
+        return ip_conf.PartitionSettings(None, (), ip_conf.get_host(conf))
+
+
 def consumer_cadence(conf, role):
     """The cadence the claims must fit, read from the configuration.
 
@@ -78,7 +91,7 @@ def consumer_cadence(conf, role):
     :returns: a :data:`~ironic_partition.claim_settings.Cadence`.
     """
     if role != membership_base.ROLE_NOVA_COMPUTE:
-        return claim_settings.agent_cadence(conf)
+        return settings_mod.agent_cadence(conf)
     interval = conf.update_resources_interval or 0
     if interval <= 0:
         interval = NOVA_DEFAULT_INTERVAL
@@ -124,7 +137,9 @@ class Checks(upgradecheck.UpgradeCommands):
     def _check_timing(self):
         cadence = consumer_cadence(self.conf, self.conf.role)
         try:
-            settings = claim_settings.get_settings(self.conf, cadence)
+            settings = settings_mod.from_conf(
+                self.conf, cadence, partition=_any_partition(self.conf)
+            ).claims()
         except (exception.ConfigurationError, ValueError) as e:
             return upgradecheck.Result(upgradecheck.Code.FAILURE, str(e))
         return upgradecheck.Result(

@@ -240,24 +240,6 @@ def get_settings(conf):
     return PartitionSettings(key, peers, host, shard)
 
 
-def validate(conf):
-    """Check every ironic-partition option that a type cannot check alone.
-
-    :param conf: a ``ConfigOpts`` with our options registered.
-    :returns: the :data:`PartitionSettings`.
-    :raises ConfigurationError: for the first problem found.
-    """
-    settings = get_settings(conf)
-    group = conf[partition.GROUP]
-    if group.heartbeat_interval >= group.service_down_time:
-        raise _config_error(
-            'heartbeat_interval', group.heartbeat_interval,
-            'it must be smaller than [ironic_partition] service_down_time '
-            '(%d), or every peer would look dead between two heartbeats'
-            % group.service_down_time, group=partition.GROUP)
-    return settings
-
-
 def _config_sources(conf):
     files, dirs = [], []
     for name, out in (('config_file', files), ('config_dir', dirs)):

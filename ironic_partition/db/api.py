@@ -56,7 +56,7 @@ LOG = logging.getLogger(__name__)
 GROUP = 'ironic_partition_database'
 
 
-def _engine_kwargs(group):
+def engine_kwargs(group):
     """Map the oslo.db options of a group to ``enginefacade`` arguments.
 
     :param group: the ``[ironic_partition_database]`` option group.
@@ -85,7 +85,7 @@ def _engine_defaults():
 
     :returns: a dict of keyword arguments.
     """
-    return _engine_kwargs(types.SimpleNamespace(
+    return engine_kwargs(types.SimpleNamespace(
         **{opt.dest: opt.default for opt in database_conf.opts}))
 
 
@@ -201,18 +201,6 @@ class Connection(object):
         #: The claims rows: a :class:`~ironic_partition.db.claims.
         #: ClaimsAPI`.
         self.claims = claims.ClaimsAPI(self)
-
-    @classmethod
-    def from_conf(cls, conf, group=GROUP):
-        """Build a connection from the ``[ironic_partition_database]`` opts.
-
-        :param conf: an ``oslo_config.cfg.ConfigOpts`` with the group
-            registered.
-        :param group: the option group name.
-        :returns: a :class:`Connection`.
-        """
-        opts = conf[group]
-        return cls(opts.connection, **_engine_kwargs(opts))
 
     def _transaction_context(self):
         with self._lock:

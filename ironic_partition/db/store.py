@@ -25,7 +25,7 @@ when the membership backend keeps no database (``nova``, ``static``).
 """
 
 from ironic_partition.conf import database as database_conf
-from ironic_partition.db import api as db_api
+from ironic_partition import exception
 from ironic_partition import identity as identity_mod
 
 
@@ -45,27 +45,30 @@ class Store(object):
         self.identity = identity
 
     @classmethod
-    def from_conf(cls, conf, host, role, service_down_time, takeover=False,
-                  connection=None):
-        """Open the ``[ironic_partition_database]`` store of a process.
+    def open(cls, settings, role, takeover=False, connection=None):
+        """Open the store of a process, with its identity.
 
-        :param conf: an ``oslo_config.cfg.ConfigOpts``;
-            ``[ironic_partition_database]`` is registered if needed.
-        :param host: this service's host name.
+        :param settings: the service's :class:`~ironic_partition.settings.
+            Settings`: its database, host name and ``service_down_time``
+            (after which a silent holder of the host name counts as
+            dead).
         :param role: this service's role.
-        :param service_down_time: seconds after its last heartbeat after
-            which a holder of the host name counts as dead.
         :param takeover: replace a live holder of the host name at start.
         :param connection: a :class:`~ironic_partition.db.api.Connection`
-            to use instead of the configured one (tests, benchmarks).
+            to use instead of the settings' database (tests, benchmarks).
         :returns: a :class:`Store` with an identity.
+        :raises ConfigurationError: when no database is configured.
         """
         if connection is None:
-            if database_conf.GROUP not in conf:
-                database_conf.register_opts(conf)
-            connection = db_api.Connection.from_conf(conf)
+            if settings.database is None:
+                raise exception.ConfigurationError(
+                    group=database_conf.GROUP, option='connection',
+                    value=None, reason='no database options are '
+                    'registered for this service')
+            connection = settings.database.connect()
         return cls(connection, identity_mod.Identity(
-            connection, host, role, service_down_time, takeover=takeover))
+            connection, settings.host, role, settings.service_down_time,
+            takeover=takeover))
 
     @property
     def services(self):

@@ -15,7 +15,8 @@
 """The membership backend interface, its result and its loader.
 
 A backend answers "which services of my role are alive, in my partition?".
-It is built as ``Backend(conf, host, role)``; ``start()`` makes the service
+It is built as ``Backend(settings, role)`` (a :class:`~ironic_partition.
+settings.Settings`); ``start()`` makes the service
 known (and, for the database backend, starts heartbeating), ``stop()``
 makes it leave at once, and ``members(partition_key, peer_list)`` returns
 an immutable :class:`Membership`.
@@ -184,18 +185,15 @@ def compute_membership(host, records, partition_key, peer_list, as_of,
 class MembershipBackend(metaclass=abc.ABCMeta):
     """The interface of a membership backend.
 
-    :param conf: an ``oslo_config.cfg.ConfigOpts`` with the
-        ``[ironic_partition]`` options registered.
-    :param host: this service's host name (compared ignoring case).
+    :param settings: the service's :class:`~ironic_partition.settings.
+        Settings`: its host name (compared ignoring case), partition key
+        (None when unset; ``''`` is the default group, distinct from
+        None), shard and the membership timings.
     :param role: this service's role, one of :data:`ROLES`.
-    :param partition_key: this service's partition key, or None when
-        unset; ``''`` is the default group, distinct from None.
     :param version: this service's version string, recorded where the
         backend can.
     :param takeover: at start, replace a live process that holds this host
         name instead of refusing to start (backends that know identities).
-    :param shard: this service's Ironic shard, or None; recorded where
-        the backend can.
     """
 
     #: The entry-point name of the backend.
@@ -206,19 +204,20 @@ class MembershipBackend(metaclass=abc.ABCMeta):
     #: else None. The claims share it.
     store = None
 
-    def __init__(self, conf, host, role, partition_key=None, version=None,
-                 takeover=False, shard=None):
+    def __init__(self, settings, role, version=None, takeover=False):
         if role not in ROLES:
             raise exception.InvalidRole(role=role, allowed=', '.join(ROLES))
-        self.conf = conf
-        self.host = ip_conf.normalize_host(host)
+        #: The :class:`~ironic_partition.settings.Settings` at start.
+        self.settings = settings
+        self.host = ip_conf.normalize_host(settings.host)
         self.role = role
-        self.partition_key = (partition_key.lower()
-                              if partition_key is not None else None)
+        key = settings.partition_key
+        self.partition_key = key.lower() if key is not None else None
         self.version = version
         #: Replace a live process holding this host name at start
         #: (``serve --takeover``), where the backend knows identities.
         self.takeover = takeover
+        shard = settings.shard
         self.shard = shard.lower() if shard is not None else None
 
     def set_partition_key(self, partition_key):
@@ -287,23 +286,25 @@ def _reraise(manager, entrypoint, exc):
     raise exc
 
 
-def get_backend(name, conf, host, role, **kwargs):
+def get_backend(settings, role, name=None, **kwargs):
     """Load and build a membership backend by its entry-point name.
 
-    :param name: the entry-point name in :data:`NAMESPACE`, usually
-        ``conf.ironic_partition.membership_backend``.
-    :param conf: an ``oslo_config.cfg.ConfigOpts``.
-    :param host: this service's host name.
+    :param settings: the service's :class:`~ironic_partition.settings.
+        Settings`.
     :param role: this service's role.
+    :param name: the entry-point name in :data:`NAMESPACE`; the settings'
+        ``membership_backend`` by default.
     :param kwargs: more keyword arguments for the backend's constructor.
     :raises: MembershipBackendLoadError naming the option and the allowed
         names when it cannot be loaded.
     :returns: a :class:`MembershipBackend`.
     """
+    if name is None:
+        name = settings.membership_backend
     try:
         manager = stevedore_driver.DriverManager(
             NAMESPACE, name, invoke_on_load=True,
-            invoke_args=(conf, host, role), invoke_kwds=kwargs,
+            invoke_args=(settings, role), invoke_kwds=kwargs,
             on_load_failure_callback=_reraise)
     except exception.MembershipError:
         raise

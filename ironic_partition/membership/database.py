@@ -55,38 +55,34 @@ INITIAL_BACKOFF = 1.0
 class DatabaseMembership(base.MembershipBackend):
     """Heartbeats and liveness in the ``[ironic_partition_database]`` DB.
 
-    :param conf: an ``oslo_config.cfg.ConfigOpts`` with ``[ironic_partition]``
-        registered; ``[ironic_partition_database]`` is registered if needed.
-    :param host: this service's host name.
+    :param settings: the service's :class:`~ironic_partition.settings.
+        Settings`: host name, partition key and shard (stored in its
+        row), database and timings.
     :param role: this service's role.
-    :param partition_key: this service's partition key, or None.
     :param version: this service's version, stored in its row.
     :param connection: a :class:`ironic_partition.db.api.Connection` to use
         instead of the configured one (tests, benchmarks).
     :param takeover: at start, replace a live process holding this host
         name instead of refusing to start.
-    :param shard: this service's Ironic shard, or None; stored in its row.
     :param store: the :class:`~ironic_partition.db.store.Store` to use,
         with this process's identity; by default one is opened from
-        ``connection`` or ``[ironic_partition_database]``. This backend
+        ``connection`` or the settings' database. This backend
         registers and heartbeats the store's identity.
     """
 
     name = 'database'
 
-    def __init__(self, conf, host, role, partition_key=None, version=None,
-                 connection=None, takeover=False, shard=None, store=None):
-        super().__init__(conf, host, role, partition_key=partition_key,
-                         version=version, takeover=takeover, shard=shard)
-        service_down_time = conf.ironic_partition.service_down_time
+    def __init__(self, settings, role, version=None, connection=None,
+                 takeover=False, store=None):
+        super().__init__(settings, role, version=version, takeover=takeover)
+        service_down_time = settings.service_down_time
         if store is None:
-            store = store_mod.Store.from_conf(
-                conf, self.host, role, service_down_time, takeover=takeover,
-                connection=connection)
+            store = store_mod.Store.open(settings, role, takeover=takeover,
+                                         connection=connection)
         #: The :class:`~ironic_partition.db.store.Store`, shared with the
         #: claims.
         self.store = store
-        self.heartbeat_interval = conf.ironic_partition.heartbeat_interval
+        self.heartbeat_interval = settings.heartbeat_interval
         self.service_down_time = service_down_time
         if self.heartbeat_interval >= self.service_down_time:
             LOG.warning('[ironic_partition] heartbeat_interval (%(hb)s) is '

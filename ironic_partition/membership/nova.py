@@ -72,10 +72,8 @@ class NovaMembership(base.MembershipBackend):
 
     name = 'nova'
 
-    def __init__(self, conf, host, role, partition_key=None, version=None,
-                 takeover=False, shard=None):
-        super().__init__(conf, host, role, partition_key=partition_key,
-                         version=version, takeover=takeover, shard=shard)
+    def __init__(self, settings, role, version=None, takeover=False):
+        super().__init__(settings, role, version=version, takeover=takeover)
         if role != base.ROLE_NOVA_COMPUTE:
             raise exception.BackendNotSupported(
                 backend=self.name,

@@ -17,7 +17,7 @@
 Ownership providers are stevedore plugins in the
 :data:`ironic_partition.ring.base.RING_PROVIDER_NAMESPACE` namespace, chosen
 by ``[ironic_partition] ring_provider``; load the configured one with
-:func:`ironic_partition.ring.base.from_conf`. Ironic's conductor rings
+:func:`ironic_partition.ring.base.from_settings`. Ironic's conductor rings
 (:mod:`ironic_partition.ring.conductor`) are used directly by the CLI; they
 map nodes to conductors and decide no ownership.
 """

@@ -15,7 +15,7 @@
 """The ring provider interface and its loader.
 
 The ownership ring provider is the one ``[ironic_partition] ring_provider``
-names in :data:`RING_PROVIDER_NAMESPACE`; :func:`from_conf` loads it as
+names in :data:`RING_PROVIDER_NAMESPACE`; :func:`from_settings` loads it as
 :class:`~ironic_partition.partitioner.Partitioner` and the ``ring`` command
 use it. A provider in that namespace is built with the keyword arguments
 ``members_fn`` (``members_fn(partition_key)`` returns the live members, as
@@ -32,7 +32,6 @@ from stevedore import driver as stevedore_driver
 
 from ironic_partition._i18n import _
 from ironic_partition import balanced_ring
-from ironic_partition import conf as ip_conf
 from ironic_partition.conf import partition as partition_conf
 from ironic_partition import exception
 from ironic_partition import hash_ring
@@ -162,11 +161,11 @@ def get_provider(name, **kwargs):
     return provider
 
 
-def from_conf(conf, members_fn, claims=True):
-    """Load the ownership ring provider the configuration names.
+def from_settings(settings, members_fn, claims=True):
+    """Load the ownership ring provider the settings name.
 
-    :param conf: a ``ConfigOpts`` with ironic-partition's options
-        registered.
+    :param settings: the service's :class:`~ironic_partition.settings.
+        Settings`.
     :param members_fn: ``members_fn(partition_key)`` returning the live
         members of a partition.
     :param claims: whether ownership claims are on for this service
@@ -178,9 +177,8 @@ def from_conf(conf, members_fn, claims=True):
         and the installed providers; ConfigurationError when the ring mode
         cannot be used safely with the other settings.
     """
-    group = conf[partition_conf.GROUP]
-    name = group.ring_provider
-    mode = group.ring_mode
+    name = settings.ring_provider
+    mode = settings.ring_mode
     if name == CONDUCTOR:
         raise exception.PluginLoadError(
             kind=_('ring provider'), name=name,
@@ -191,15 +189,16 @@ def from_conf(conf, members_fn, claims=True):
                      '"ironic-partition ring --conductors"'),
             available=', '.join(_available()) or _('none'))
     if mode == 'balanced':
-        _check_balanced(conf, claims)
+        _check_balanced(settings, claims)
     return get_provider(name, members_fn=members_fn,
-                        partitions=2 ** group.partition_exponent, mode=mode)
+                        partitions=2 ** settings.partition_exponent,
+                        mode=mode)
 
 
-def _check_balanced(conf, claims):
+def _check_balanced(settings, claims):
     """Refuse the balanced mode where services could disagree for long.
 
-    :param conf: the ``ConfigOpts``.
+    :param settings: the :class:`~ironic_partition.settings.Settings`.
     :param claims: whether ownership claims are on.
     :raises: ConfigurationError.
     """
@@ -213,7 +212,7 @@ def _check_balanced(conf, claims):
                      'was enrolled or deleted map some nodes differently '
                      'until both list again, and only the claims keep '
                      'them from reporting the same node'))
-    if ip_conf.get_settings(conf).shard is not None:
+    if settings.shard is not None:
         raise exception.ConfigurationError(
             group=partition_conf.GROUP, option='ring_mode', value='balanced',
             reason=_('the balanced ring cannot be used with [ironic] shard: '

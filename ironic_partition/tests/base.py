@@ -19,6 +19,7 @@ from oslo_config import fixture as config_fixture
 from oslotest import base
 
 from ironic_partition import conf as ip_conf
+from ironic_partition import settings as settings_mod
 
 
 class TestCase(base.BaseTestCase):
@@ -39,3 +40,11 @@ class TestCase(base.BaseTestCase):
         :param kw: option names and values.
         """
         self.conf_fixture.config(group=group, **kw)
+
+    def read_settings(self, cadence=None):
+        """The service's settings from ``self.conf``, as a reload reads them.
+
+        :param cadence: the consumer's cadence; the agent's by default.
+        :returns: a :class:`~ironic_partition.settings.Settings`.
+        """
+        return settings_mod.from_conf(self.conf, cadence)

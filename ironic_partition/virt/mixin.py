@@ -39,12 +39,11 @@ import threading
 
 from oslo_log import log as logging
 
-from ironic_partition import baremetal
-from ironic_partition import claim_settings
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
 from ironic_partition import partitioner
+from ironic_partition import settings as settings_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -76,7 +75,20 @@ class PartitionMixin(object):
             agent's (every ``refresh_interval``, told of a fence at once)
             here.
         """
-        return claim_settings.agent_cadence(conf)
+        return settings_mod.agent_cadence(conf)
+
+    def partition_read_settings(self):
+        """Read and validate every option from the configuration now.
+
+        The one place the driver reads its configuration: at
+        :meth:`partition_setup` and at each reload.
+
+        :returns: a :class:`~ironic_partition.settings.Settings`.
+        :raises ConfigurationError: naming the option and value.
+        """
+        conf = self.partition_conf
+        return settings_mod.from_conf(conf,
+                                      cadence=self.partition_cadence(conf))
 
     def partition_setup(self, conf, client=None, membership=None,
                         version=None, takeover=False):
@@ -105,22 +117,16 @@ class PartitionMixin(object):
         # deprecated name of conductor_group and silently uses one of two
         # conflicting values; read the files as written to refuse them.
         ip_conf.reread_immutable_options(conf, apply=False)
-        settings = ip_conf.validate(conf)
-        if client is None:
-            client = baremetal.IronicClient(conf=conf)
-        if membership is None:
-            # NOTE(ironic-partition): shard (issue 15): only when set, so
-            # that backends without the argument keep loading.
-            extra = ({'shard': settings.shard}
-                     if settings.shard is not None else {})
-            membership = membership_base.get_backend(
-                conf.ironic_partition.membership_backend, conf,
-                settings.host, self.partition_role,
-                partition_key=settings.partition_key, version=version,
-                takeover=takeover, **extra)
         self.partition_conf = conf
+        settings = self.partition_read_settings()
+        if client is None:
+            client = settings_mod.ironic_client(conf)
+        if membership is None:
+            membership = membership_base.get_backend(
+                settings, self.partition_role, version=version,
+                takeover=takeover)
         self.partitioner = partitioner.Partitioner(
-            conf, client, membership, cadence=self.partition_cadence(conf),
+            settings, client, membership,
             allow_local_database=self.partition_allow_local_database)
         #: The node cache: node UUID -> slim node record.
         self.partition_nodes = {}
@@ -173,8 +179,7 @@ class PartitionMixin(object):
                 self._partition_started = False
                 self._partition_stopped = True
                 self.partition_nodes = {}
-                group = self.partition_conf.ironic_partition
-                hand_over = group.hand_over_on_stop
+                hand_over = self.partitioner.settings.hand_over_on_stop
                 if hand_over is None:
                     hand_over = self.partition_hand_over_default
                 try:
@@ -235,7 +240,8 @@ class PartitionMixin(object):
             LOG.error('Rejected the new partition settings, keeping the '
                       'current ones: %s', e)
             return False
-        if not self.partitioner.reload_settings():
+        if not self.partitioner.reload_settings(
+                self.partition_read_settings):
             return False
         self.partition_nodes = {}
         self.partition_cache_cleared()

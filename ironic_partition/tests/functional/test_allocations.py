@@ -41,12 +41,12 @@ from oslo_config import cfg
 from oslotest import base
 
 from ironic_partition import allocations
-from ironic_partition import baremetal
 from ironic_partition.cmd import reserve as reserve_cmd
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import static
 from ironic_partition import partitioner
+from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness
 from ironic_partition.testing import db as harness_db
 from ironic_partition.tests.functional import test_harness
@@ -118,11 +118,12 @@ class AllocationsTestCase(test_harness.TeardownAssertions,
 
     def service(self, host, key, peers):
         conf = _conf(self.ironic.endpoint, host, key, peers)
-        membership = static.StaticMembership(conf, host, 'nova-compute')
+        settings = settings_mod.from_conf(conf)
+        membership = static.StaticMembership(settings, 'nova-compute')
         membership.start()
         self.addCleanup(membership.stop)
-        client = baremetal.IronicClient(conf=conf)
-        part = partitioner.Partitioner(conf, client, membership)
+        client = settings_mod.ironic_client(conf)
+        part = partitioner.Partitioner(settings, client, membership)
         return allocations.Reserver(client, part), part
 
     def node(self, node_id):

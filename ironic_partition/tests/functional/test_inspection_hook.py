@@ -38,9 +38,9 @@ from oslo_config import cfg
 from oslotest import base
 from testtools import content
 
-from ironic_partition import baremetal
 from ironic_partition.cmd import _errors
 from ironic_partition import conf as ip_conf
+from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness
 from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import ironic as harness_ironic
@@ -200,7 +200,7 @@ class InspectionHookTestCase(test_cli.SharedIronic, base.BaseTestCase):
         conf.set_override('auth_type', 'none', 'ironic')
         conf.set_override('endpoint_override', self.ironic.endpoint,
                           'ironic')
-        return baremetal.IronicClient(conf=conf)
+        return settings_mod.ironic_client(conf)
 
     def known_node(self, group='', **attrs):
         """A manageable fake-hardware node with the agent inspect iface."""

@@ -24,12 +24,12 @@ import math
 from oslo_config import cfg
 from oslotest import base
 
-from ironic_partition import baremetal
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import static
 from ironic_partition import partitioner
 from ironic_partition.ring import conductor
+from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness
 from ironic_partition.tests.functional import test_harness
 
@@ -77,8 +77,8 @@ class RealIronicTestCase(test_harness.TeardownAssertions,
 
     def test_against_real_ironic(self):
         # The client lists each group, page by page, through the SDK proxy.
-        client = baremetal.IronicClient(
-            conf=self._conf('cn1', None, []), page_size=PAGE)
+        client = settings_mod.ironic_client(self._conf('cn1', None, []),
+                                            page_size=PAGE)
         for group, uuids in self.expected.items():
             nodes = client.list_nodes(conductor_group=group)
             self.assertEqual(uuids, {n.id for n in nodes}, group)
@@ -105,11 +105,12 @@ class RealIronicTestCase(test_harness.TeardownAssertions,
         parts = {}
         for host in peers:
             conf = self._conf(host, 'RACK1', [p.upper() for p in peers])
-            membership = static.StaticMembership(conf, host, 'agent')
+            settings = settings_mod.from_conf(conf)
+            membership = static.StaticMembership(settings, 'agent')
             membership.start()
             self.addCleanup(membership.stop)
             parts[host] = partitioner.Partitioner(
-                conf, baremetal.IronicClient(conf=conf), membership)
+                settings, settings_mod.ironic_client(conf), membership)
         results = {h: p.refresh() for h, p in parts.items()}
         managed = [set(r.nodes) for r in results.values()]
         self.assertEqual(self.expected['rack1'], set().union(*managed))

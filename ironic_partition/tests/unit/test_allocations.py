@@ -41,6 +41,7 @@ from ironic_partition import exception
 from ironic_partition import ironic_allocations
 from ironic_partition.membership import static
 from ironic_partition import partitioner
+from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
 
 
@@ -259,8 +260,9 @@ class ReserverTestCase(base.TestCase):
         self.ironic = FakeIronic(nodes)
         self.client = baremetal.IronicClient(
             connection=types.SimpleNamespace(baremetal=self.ironic))
-        membership = static.StaticMembership(self.conf, host, 'agent')
-        self.part = partitioner.Partitioner(self.conf, self.client,
+        settings = settings_mod.from_conf(self.conf)
+        membership = static.StaticMembership(settings, 'agent')
+        self.part = partitioner.Partitioner(settings, self.client,
                                             membership)
         self.reserver = allocations.Reserver(
             self.client, self.part, timeout=timeout, clock=self.clock,
@@ -451,7 +453,10 @@ class TestFailures(ReserverTestCase):
 
     def test_timeout_deletes_the_allocation(self):
         reserver = self.make([api_node(i) for i in range(4)], peers=['cn1'])
+        # A mutable option: applied by the next reload (SIGHUP).
         self.config(group='ironic_partition', allocation_timeout=7)
+        self.assertFalse(self.part.reload_settings(
+            lambda: settings_mod.from_conf(self.conf)))
         self.ironic.process_after = None
         exc = self.assertRaises(exception.AllocationTimeout,
                                 reserver.reserve, 'baremetal')

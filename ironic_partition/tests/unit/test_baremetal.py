@@ -23,6 +23,7 @@ from ironic_partition import baremetal
 from ironic_partition.conf import ironic as ironic_conf
 from ironic_partition.conf import opts
 from ironic_partition import exception
+from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
 
 
@@ -264,7 +265,7 @@ class TestConnectionFromConf(base.TestCase):
         ironic_conf.register_ksa_opts(self.conf)
         self.config(group='ironic',
                     endpoint_override='http://u:secret@ironic:6385')
-        client = baremetal.IronicClient(conf=self.conf)
+        client = settings_mod.ironic_client(self.conf)
         self.assertNotIn('secret', client.endpoint)
         self.assertIn('***', client.endpoint)
 
@@ -272,7 +273,7 @@ class TestConnectionFromConf(base.TestCase):
         ironic_conf.register_ksa_opts(self.conf)
         self.config(group='ironic', auth_type='none',
                     endpoint_override='http://127.0.0.1:1')
-        client = baremetal.IronicClient(conf=self.conf)
+        client = settings_mod.ironic_client(self.conf)
         conn = client.connection
         self.assertIs(conn, client.connection)
         client.reset()
@@ -283,7 +284,7 @@ class TestConnectionFromConf(base.TestCase):
         # Port 1 on loopback refuses connections.
         self.config(group='ironic', auth_type='none',
                     endpoint_override='http://127.0.0.1:1')
-        client = baremetal.IronicClient(conf=self.conf)
+        client = settings_mod.ironic_client(self.conf)
         e = self.assertRaises(exception.IronicUnavailable,
                               client.list_nodes)
         self.assertIn('127.0.0.1:1', str(e))

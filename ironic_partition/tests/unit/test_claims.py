@@ -41,6 +41,7 @@ from ironic_partition import identity
 from ironic_partition import lease_timer
 from ironic_partition.membership import database
 from ironic_partition import partitioner
+from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
 from ironic_partition.tests.unit import test_partitioner
 
@@ -200,7 +201,7 @@ NOVA_CADENCE = claim_settings.Cadence(60, 60,
 
 
 def _settings(conf, cadence=None):
-    return claim_settings.get_settings(conf, cadence)
+    return settings_mod.for_tests(conf=conf, cadence=cadence).claims()
 
 
 def _ids(n, start=0):
@@ -232,7 +233,7 @@ class TestSettings(base.TestCase):
 
     def test_automatic_values(self):
         # Defaults: refresh 30 s, service_down_time 60 s.
-        settings = claim_settings.get_settings(self.conf)
+        settings = _settings(self.conf)
         self.assertEqual(('auto', 60.0, 6.0, 18.0), tuple(settings))
         self.config(group='ironic_partition', refresh_interval=10,
                     service_down_time=60)
@@ -240,13 +241,13 @@ class TestSettings(base.TestCase):
         self.config(group='ironic_partition', lease_time=50,
                     fencing_margin=3.5)
         self.assertEqual((50.0, 3.5),
-                         claim_settings.get_settings(self.conf)[1:3])
+                         _settings(self.conf)[1:3])
 
     def test_lease_must_outlive_two_refreshes(self):
         self.config(group='ironic_partition', refresh_interval=60,
                     lease_time=100)
         e = self.assertRaises(exception.ConfigurationError,
-                              claim_settings.get_settings, self.conf)
+                              _settings, self.conf)
         self.assertIn('[ironic_partition] lease_time', str(e))
         self.assertIn('refresh_interval (60)', str(e))
         self.assertIn('at least 120', str(e))
@@ -255,7 +256,7 @@ class TestSettings(base.TestCase):
         self.config(group='ironic_partition', refresh_interval=60,
                     lease_time=120, fencing_margin=119.5)
         e = self.assertRaises(exception.ConfigurationError,
-                              claim_settings.get_settings, self.conf)
+                              _settings, self.conf)
         self.assertIn('[ironic_partition] fencing_margin', str(e))
         self.assertIn('lease_time (120)', str(e))
 
@@ -269,7 +270,7 @@ class TestSettings(base.TestCase):
         # nova holds what a resource-tracker run reported until its next
         # run: the fence must come that long before the lease runs out.
         cadence = NOVA_CADENCE
-        settings = claim_settings.get_settings(self.conf, cadence)
+        settings = _settings(self.conf, cadence)
         self.assertEqual(120.0, settings.lease_time)
         self.assertEqual(72.0, settings.fencing_margin)
         self.assertEqual(16.0, settings.renew_interval)
@@ -287,7 +288,7 @@ class TestSettings(base.TestCase):
         logger = self.useFixture(fixtures.FakeLogger())
         cadence = NOVA_CADENCE
         self.config(group='ironic_partition', lease_time=240)
-        claim_settings.get_settings(self.conf, cadence)
+        _settings(self.conf, cadence)
         self.assertIn('lease_time (240) is not shorter than '
                       'service_down_time (60) plus [DEFAULT] '
                       'update_resources_interval (60)', logger.output)
@@ -296,7 +297,7 @@ class TestSettings(base.TestCase):
         cadence = NOVA_CADENCE
         self.config(group='ironic_partition', lease_time=60)
         e = self.assertRaises(exception.ConfigurationError,
-                              claim_settings.get_settings, self.conf, cadence)
+                              _settings, self.conf, cadence)
         self.assertIn('[ironic_partition] lease_time', str(e))
         self.assertIn('[DEFAULT] update_resources_interval (60)', str(e))
         self.assertIn('at least 120', str(e))
@@ -306,7 +307,7 @@ class TestSettings(base.TestCase):
         self.config(group='ironic_partition', lease_time=180,
                     fencing_margin=18)
         e = self.assertRaises(exception.ConfigurationError,
-                              claim_settings.get_settings, self.conf, cadence)
+                              _settings, self.conf, cadence)
         self.assertIn('[ironic_partition] fencing_margin', str(e))
         self.assertIn('[DEFAULT] update_resources_interval (60)', str(e))
 
@@ -314,7 +315,7 @@ class TestSettings(base.TestCase):
         logger = self.useFixture(fixtures.FakeLogger(level='WARNING'))
         self.config(group='ironic_partition', refresh_interval=10,
                     service_down_time=30, lease_time=100)
-        claim_settings.get_settings(self.conf)
+        _settings(self.conf)
         self.assertIn('up to 110 s', logger.output)
 
     def test_lease_equal_to_down_time_plus_refresh_warns(self):
@@ -328,7 +329,7 @@ class TestSettings(base.TestCase):
 
     def test_defaults_meet_the_i2_bound_silently(self):
         logger = self.useFixture(fixtures.FakeLogger(level='WARNING'))
-        claim_settings.get_settings(self.conf)
+        _settings(self.conf)
         self.assertNotIn('lease_time', logger.output)
 
     def test_partitioner_validates_at_start(self):
@@ -336,7 +337,8 @@ class TestSettings(base.TestCase):
                     refresh_interval=60, lease_time=61)
         self.config(group='ironic', partition_key=None)
         self.assertRaises(exception.ConfigurationError,
-                          partitioner.Partitioner, self.conf,
+                          partitioner.Partitioner,
+                          settings_mod.from_conf(self.conf),
                           test_partitioner.FakeClient([]),
                           test_partitioner.FakeMembership(['x']))
 
@@ -354,23 +356,24 @@ class TestWanted(base.TestCase):
     def test_auto_follows_the_membership_backend(self):
         db = FakeClaimsDB(Clock())
         wanted = claim_settings.wanted
-        self.assertTrue(wanted(self.conf, FakeBackend('database', db).store))
-        self.assertFalse(wanted(self.conf, FakeBackend('nova').store))
-        self.assertFalse(wanted(self.conf, FakeBackend('static').store))
+        mode = self.conf.ironic_partition.claims
+        self.assertTrue(wanted(mode, FakeBackend('database', db).store))
+        self.assertFalse(wanted(mode, FakeBackend('nova').store))
+        self.assertFalse(wanted(mode, FakeBackend('static').store))
 
     def test_explicit_modes(self):
         self.config(group='ironic_partition', claims='database')
-        self.assertTrue(claim_settings.wanted(self.conf, None))
-        self.config(group='ironic_partition', claims='off')
+        self.assertTrue(claim_settings.wanted('database', None))
         db = FakeClaimsDB(Clock())
         self.assertFalse(claim_settings.wanted(
-            self.conf, FakeBackend('database', db).store))
+            'off', FakeBackend('database', db).store))
 
     def test_database_backend_shares_its_connection_and_role(self):
         db = FakeClaimsDB(Clock())
         backend = FakeBackend('database', db)
-        manager = claims.from_conf(self.conf, 'CN1', store=backend.store,
-                                   role=backend.role)
+        manager = claims.from_settings(
+            settings_mod.for_tests('CN1', conf=self.conf),
+            store=backend.store, role=backend.role)
         self.assertIs(backend.store, manager.store)
         self.assertIs(backend.store.identity, manager.identity)
         self.assertEqual(('cn1', 'agent'), (manager.host, manager.role))
@@ -379,7 +382,8 @@ class TestWanted(base.TestCase):
         self.config(group='ironic_partition', claims='database')
         self.config(group='ironic_partition_database',
                     connection='postgresql+psycopg2://u:pw@db/x')
-        manager = claims.from_conf(self.conf, 'cn1')
+        manager = claims.from_settings(
+            settings_mod.for_tests('cn1', conf=self.conf))
         self.assertIsInstance(manager.store.db, db_api.Connection)
         self.assertEqual('cn1', manager.identity.host)
         self.assertEqual('nova-compute', manager.role)
@@ -387,7 +391,8 @@ class TestWanted(base.TestCase):
                          manager.status()['connection'])
 
     def test_off_returns_none(self):
-        self.assertIsNone(claims.from_conf(self.conf, 'cn1'))
+        self.assertIsNone(claims.from_settings(
+            settings_mod.for_tests('cn1', conf=self.conf)))
 
 
 class TestRound(ClaimsTestCase):
@@ -778,8 +783,8 @@ class TestPartitionerWithClaims(ClaimsTestCase):
                     peer_list=sorted(live))
         client = test_partitioner.FakeClient(nodes)
         membership = test_partitioner.FakeMembership(live)
-        return partitioner.Partitioner(self.conf, client, membership,
-                                       clock=self.clock,
+        return partitioner.Partitioner(self.read_settings(), client,
+                                       membership, clock=self.clock,
                                        claims=self.manager(host))
 
     def test_no_node_reported_twice_while_membership_disagrees(self):
@@ -874,7 +879,7 @@ class TestPartitionerWithClaims(ClaimsTestCase):
         self.config(group='ironic_partition', host='cn2')
         self.config(group='ironic', peer_list=['cn1', 'cn2'])
         b = partitioner.Partitioner(
-            self.conf, test_partitioner.FakeClient(nodes),
+            self.read_settings(), test_partitioner.FakeClient(nodes),
             test_partitioner.FakeMembership(['cn1', 'cn2']), claims=False)
         b.store = a.claims.store
         self.assertEqual(frozenset(n.id for n in nodes),
@@ -934,7 +939,7 @@ class TestPartitionerWithClaims(ClaimsTestCase):
     def test_claims_off_keeps_old_behaviour(self):
         self.config(group='ironic_partition', claims='off')
         p = partitioner.Partitioner(
-            self.conf, test_partitioner.FakeClient(_nodes(3)),
+            self.read_settings(), test_partitioner.FakeClient(_nodes(3)),
             FakeBackend('database', db=self.db))
         self.assertIsNone(p.claims)
         self.assertEqual({'claims': {'enabled': False}}, p.status())
@@ -994,11 +999,11 @@ class TestOneStore(base.TestCase):
                     **options)
         self.config(group='ironic', partition_key='rack1',
                     peer_list=['cn1'])
-        backend = database.DatabaseMembership(self.conf, 'cn1', 'agent',
-                                              partition_key='rack1')
+        settings = settings_mod.from_conf(self.conf)
+        backend = database.DatabaseMembership(settings, 'agent')
         self.addCleanup(backend.stop, timeout=5)
         p = partitioner.Partitioner(
-            self.conf, test_partitioner.FakeClient(_nodes(3)), backend)
+            settings, test_partitioner.FakeClient(_nodes(3)), backend)
         return backend, p
 
     def _run(self, backend, p):
@@ -1020,7 +1025,7 @@ class TestOneStore(base.TestCase):
                          {c.incarnation for c in
                           backend.store.claims.read_claims('agent').claims})
         self.config(group='ironic', partition_key='rack2')
-        self.assertTrue(p.reload_settings())
+        self.assertTrue(p.reload_settings(self.read_settings))
         self.assertEqual('rack2', backend.partition_key)
 
     def test_slow_garbage_collection_never_delays_a_renewal(self):
@@ -1074,15 +1079,17 @@ class TestSharedDatabase(base.TestCase):
 
     def test_alone_in_peer_list_is_fine(self):
         self.config(group='ironic', peer_list=['CN1'])
-        claim_settings.check_shared_database(self.conf, self.conn, 'cn1',
+        claim_settings.check_shared_database(self.conf.ironic.peer_list,
+                                             self.conn, 'cn1',
                                              False)
         self.assertEqual('', self.logger.output)
 
     def test_other_peers_are_refused_naming_the_option(self):
         self.config(group='ironic', peer_list=['cn1', 'cn2', ' cn3 '])
         e = self.assertRaises(exception.ConfigurationError,
-                              claim_settings.check_shared_database, self.conf,
-                              self.conn, 'cn1', False)
+                              claim_settings.check_shared_database,
+                              self.conf.ironic.peer_list, self.conn, 'cn1',
+                              False)
         text = str(e)
         self.assertIn('[ironic_partition_database] connection', text)
         self.assertIn('sqlite:////var/lib/x.sqlite', text)
@@ -1092,7 +1099,8 @@ class TestSharedDatabase(base.TestCase):
 
     def test_other_peers_warn_when_allowed(self):
         self.config(group='ironic', peer_list=['cn1', 'cn2'])
-        claim_settings.check_shared_database(self.conf, self.conn, 'cn1', True)
+        claim_settings.check_shared_database(self.conf.ironic.peer_list,
+                                             self.conn, 'cn1', True)
         self.assertIn('peer_list names other hosts (cn2)', self.logger.output)
 
     def test_error_with_an_alternative(self):

@@ -659,7 +659,8 @@ class TestPartitionerReadsTheOptions(base.TestCase):
                     peer_list=['cn1'])
         self.clock = [0.0]
         membership = test_partitioner.FakeMembership(['cn1'])
-        return partitioner.Partitioner(self.conf, _client(fake), membership,
+        return partitioner.Partitioner(self.read_settings(), _client(fake),
+                                       membership,
                                        clock=lambda: self.clock[0])
 
     def test_full_resync_interval(self):

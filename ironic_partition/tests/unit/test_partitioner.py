@@ -25,6 +25,7 @@ from ironic_partition import claim_settings
 from ironic_partition import exception
 from ironic_partition.membership import base as mbase
 from ironic_partition import partitioner
+from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
 from ironic_partition.tests.unit import baremetal_fakes
 
@@ -96,7 +97,8 @@ class TestPartitioner(base.TestCase):
                     peer_list=peers or sorted(live))
         client = FakeClient(nodes)
         membership = FakeMembership(live)
-        return partitioner.Partitioner(self.conf, client, membership,
+        return partitioner.Partitioner(self.read_settings(), client,
+                                       membership,
                                        clock=lambda: self.clock[0])
 
     def test_three_hosts_split_like_tooz(self):
@@ -165,10 +167,9 @@ class TestPartitioner(base.TestCase):
         client = FakeClient(_nodes(5))
         cadence = claim_settings.Cadence(
             60, 60, '[DEFAULT] update_resources_interval')
-        p = partitioner.Partitioner(self.conf, client,
-                                    FakeMembership(['cn1']),
-                                    clock=lambda: self.clock[0],
-                                    cadence=cadence)
+        p = partitioner.Partitioner(self.read_settings(cadence),
+                                    client, FakeMembership(['cn1']),
+                                    clock=lambda: self.clock[0])
         real = client.list_nodes
 
         def slow(conductor_group=None):
@@ -203,7 +204,7 @@ class TestPartitioner(base.TestCase):
         p = self._make('cn1', nodes, ['cn1'])
         self.assertEqual(10, len(p.refresh().nodes))
         self.config(group='ironic', partition_key='RACK2')
-        self.assertTrue(p.reload_settings())
+        self.assertTrue(p.reload_settings(self.read_settings))
         self.assertIn("partition_key 'rack1' -> 'rack2'", self.logger.output)
         self.assertEqual('rack2', p.membership.partition_key)
         self.assertEqual(1, p.client.resets)
@@ -214,7 +215,7 @@ class TestPartitioner(base.TestCase):
     def test_reload_rejects_invalid_and_keeps_old(self):
         p = self._make('cn1', _nodes(10), ['cn1'])
         self.config(group='ironic', peer_list=['cn2'])
-        self.assertFalse(p.reload_settings())
+        self.assertFalse(p.reload_settings(self.read_settings))
         self.assertIn('Rejected the new partition settings',
                       self.logger.output)
         self.assertIn("'cn1'", self.logger.output)
@@ -223,16 +224,16 @@ class TestPartitioner(base.TestCase):
 
     def test_unchanged_settings_do_not_reset(self):
         p = self._make('cn1', _nodes(10), ['cn1'])
-        self.assertFalse(p.reload_settings())
+        self.assertFalse(p.reload_settings(self.read_settings))
         self.assertEqual(0, p.client.resets)
 
     def test_invalid_at_start_fails(self):
         self.config(group='ironic_partition', host='cn9')
         self.config(group='ironic', partition_key='rack1',
                     peer_list=['cn1'])
+        # Validated once, when the settings are read.
         self.assertRaises(exception.InvalidPeerList,
-                          partitioner.Partitioner, self.conf,
-                          FakeClient([]), FakeMembership(['cn9']))
+                          settings_mod.from_conf, self.conf)
 
     def test_foreign_instance_never_reported(self):
         nodes = _nodes(10, instances={0: 'theirs', 1: 'mine'})
@@ -262,7 +263,8 @@ class TestPartitioner(base.TestCase):
         self.config(group='ironic', partition_key='rack1',
                     peer_list=['cn1'])
         self.config(group='ironic_partition', host='cn1')
-        p = partitioner.Partitioner(self.conf, FakeClient(_nodes(3)),
+        p = partitioner.Partitioner(self.read_settings(),
+                                    FakeClient(_nodes(3)),
                                     FakeMembership(['cn1']), claims=False)
         self.assertIsNone(p.claims)
         self.assertEqual(0, p.stop())
@@ -409,7 +411,7 @@ class TestSafetyCore(TestPartitioner):
         p.client.groups_served.add('rack2')
         p.refresh(my_instances={'mine'})
         self.config(group='ironic', partition_key='rack2')
-        self.assertTrue(p.reload_settings())
+        self.assertTrue(p.reload_settings(self.read_settings))
         result = p.refresh(my_instances={'mine'})
         self.assertIn(nodes[0].id, result.nodes)
         self.assertEqual((nodes[0].id,), result.ownership.by_instance)

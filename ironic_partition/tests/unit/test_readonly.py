@@ -18,10 +18,10 @@ import os
 
 import fixtures
 
-from ironic_partition import conf as ip_conf
 from ironic_partition.db import api as db_api
 from ironic_partition import exception
 from ironic_partition import readonly
+from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
 
 
@@ -58,8 +58,8 @@ class TestDatabase(base.TestCase):
         self.config(group='ironic_partition_database',
                     connection='sqlite:///' + path)
         self.config(group='ironic_partition', host='a1')
-        settings = ip_conf.get_settings(self.conf)
-        backend = readonly.open_membership(self.conf, settings, 'agent')
+        backend = readonly.open_membership(
+            settings_mod.from_conf(self.conf), 'agent')
         try:
             membership = backend.members(None, None)
         finally:

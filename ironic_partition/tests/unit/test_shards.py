@@ -215,7 +215,7 @@ class TestPartitionerShard(base.TestCase):
     def _make(self, nodes, live=('cn1',)):
         self.client = FakeClient(nodes)
         self.membership = FakeMembership(live)
-        return partitioner.Partitioner(self.conf, self.client,
+        return partitioner.Partitioner(self.read_settings(), self.client,
                                        self.membership, claims=False)
 
     def test_shard_alone_ring_of_self(self):
@@ -241,7 +241,7 @@ class TestPartitionerShard(base.TestCase):
         self.config(group='ironic', shard='s1', partition_key='rack1')
         part = self._make(_nodes(3, 's1'))
         self.config(group='ironic', shard='s2', partition_key='rack2')
-        self.assertFalse(part.reload_settings())
+        self.assertFalse(part.reload_settings(self.read_settings))
         self.assertEqual(('rack1', 's1'),
                          (part.settings.partition_key, part.settings.shard))
         errors = [line for line in self.logger.output.splitlines()
@@ -254,7 +254,7 @@ class TestPartitionerShard(base.TestCase):
         self.config(group='ironic', shard='s1', peer_list=['cn1'])
         part = self._make(_nodes(3, 's1'))
         self.config(group='ironic', shard='S1', peer_list=['cn1', 'cn2'])
-        self.assertTrue(part.reload_settings())
+        self.assertTrue(part.reload_settings(self.read_settings))
         self.assertEqual(('cn1', 'cn2'), part.settings.peer_list)
 
 

@@ -27,6 +27,7 @@ from ironic_partition.db import api as db_api
 from ironic_partition.db import models
 from ironic_partition import exception
 from ironic_partition.membership import database
+from ironic_partition import settings as settings_mod
 from ironic_partition.testing import proxy
 from ironic_partition.tests.functional.db import base
 
@@ -54,10 +55,10 @@ class MembershipTestBase(base.DatabaseTestCase):
             connection = db_api.Connection(url)
         else:
             connection = None
-        b = database.DatabaseMembership(self.conf, host, ROLE,
-                                        partition_key=partition_key,
-                                        version='1.0',
-                                        connection=connection)
+        b = database.DatabaseMembership(
+            settings_mod.for_tests(host, partition_key=partition_key,
+                                   conf=self.conf),
+            ROLE, version='1.0', connection=connection)
         if start:
             b.start()
             self.addCleanup(b.stop, timeout=5)
@@ -263,7 +264,8 @@ class TestFaults(MembershipTestBase):
                     hide_password=False)
         self.conf.set_override('connection', bad,
                                group='ironic_partition_database')
-        b = database.DatabaseMembership(self.conf, 'a', ROLE)
+        b = database.DatabaseMembership(
+            settings_mod.for_tests('a', conf=self.conf), ROLE)
         exc = self.assertRaises(exception.DatabaseConnectionFailed, b.start)
         self.assertNotIn('s3cret', str(exc))
         self.assertIn('[ironic_partition_database] connection', str(exc))
@@ -328,9 +330,10 @@ class TestShard(MembershipTestBase):
     """Ironic shards (issue 15): rows and claims carry the shard."""
 
     def _backend(self, host, partition_key, shard):
-        b = database.DatabaseMembership(self.conf, host, ROLE,
-                                        partition_key=partition_key,
-                                        version='1.0', shard=shard)
+        b = database.DatabaseMembership(
+            settings_mod.for_tests(host, partition_key=partition_key,
+                                   shard=shard, conf=self.conf),
+            ROLE, version='1.0')
         b.start()
         self.addCleanup(b.stop, timeout=5)
         return b

@@ -25,6 +25,7 @@ from ironic_partition.cmd import status
 from ironic_partition import exception
 from ironic_partition import hash_ring
 from ironic_partition import readonly
+from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
 from ironic_partition.tests.unit.cmd import fakes
 from ironic_partition.tests.unit import test_node_index
@@ -46,9 +47,8 @@ class CommandTestCase(base.TestCase):
         self.membership = fakes.Membership(['a1', 'a3'], dead=['a2'])
         self.patch(readonly.membership_base, 'get_backend',
                    mock.Mock(return_value=self.membership))
-        for module in (status, ring, check):
-            self.patch(module.baremetal, 'IronicClient',
-                       mock.Mock(return_value=self.client))
+        self.patch(settings_mod, 'ironic_client',
+                   mock.Mock(return_value=self.client))
 
     def patch(self, obj, name, value):
         patcher = mock.patch.object(obj, name, value)
@@ -97,7 +97,7 @@ class TestStatus(CommandTestCase):
         real = REAL_CLIENT(connection=mock.Mock(baremetal=fake),
                            page_size=5)
         real.list_conductors = self.client.list_conductors
-        self.patch(status.baremetal, 'IronicClient',
+        self.patch(settings_mod, 'ironic_client',
                    mock.Mock(return_value=real))
         doc = status.to_dict(status.gather(self.conf, 'agent'))
         self.assertEqual({'usable': True, 'problem': None},
@@ -204,7 +204,7 @@ class TestCheck(CommandTestCase):
                       ' '.join(w['message'] for w in doc['warnings']))
 
     def _feed_check(self, fake, between=None):
-        # NOTE: CommandTestCase patched baremetal.IronicClient.
+        # NOTE: CommandTestCase patched settings.ironic_client.
         client = REAL_CLIENT(connection=mock.Mock(baremetal=fake),
                              page_size=7)
         if between is not None:

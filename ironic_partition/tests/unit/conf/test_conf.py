@@ -22,6 +22,7 @@ import stevedore
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import opts
 from ironic_partition import exception
+from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
 
 
@@ -207,10 +208,10 @@ class TestValidate(base.TestCase):
         self.config(group='ironic_partition', heartbeat_interval=60,
                     service_down_time=60)
         e = self.assertRaises(exception.ConfigurationError,
-                              ip_conf.validate, self.conf)
+                              settings_mod.from_conf, self.conf)
         self.assertIn('heartbeat_interval', str(e))
 
     def test_valid(self):
         self.config(group='ironic_partition', host='a')
         self.config(group='ironic', partition_key='x', peer_list=['a', 'b'])
-        self.assertEqual('x', ip_conf.validate(self.conf).partition_key)
+        self.assertEqual('x', self.read_settings().partition_key)

@@ -34,6 +34,7 @@ from ironic_partition.membership import base as membership_base
 from ironic_partition.membership import database
 from ironic_partition.membership import nova
 from ironic_partition.membership import static
+from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
 
 #: group, name, target, and the test proving the consumer loads it.
@@ -102,8 +103,8 @@ class TestEntryPoints(base.TestCase):
         for name, cls in expected.items():
             extra = {'connection': mock.Mock()} if name == 'database' else {}
             backend = membership_base.get_backend(
-                name, self.conf, 'cn1', membership_base.ROLE_NOVA_COMPUTE,
-                **extra)
+                settings_mod.from_conf(self.conf),
+                membership_base.ROLE_NOVA_COMPUTE, name=name, **extra)
             self.assertIsInstance(backend, cls)
             self.assertEqual(name, backend.name)
 

@@ -23,6 +23,7 @@ import sqlalchemy.engine
 
 from ironic_partition import claim_settings
 from ironic_partition import conf as ip_conf
+from ironic_partition import settings as settings_mod
 
 GUIDE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..',
                      'doc', 'source', 'install', 'nova-compute.conf')
@@ -44,7 +45,7 @@ class TestInstallGuide(base.BaseTestCase):
         self.logger = self.useFixture(fixtures.FakeLogger())
 
     def test_partition_settings_are_valid(self):
-        settings = ip_conf.validate(self.conf)
+        settings = settings_mod.from_conf(self.conf)
         self.assertEqual('rack1', settings.partition_key)
         self.assertIn(self.conf.host, settings.peer_list)
 
@@ -57,7 +58,7 @@ class TestInstallGuide(base.BaseTestCase):
         self.assertIn(url.get_backend_name(), ('mysql', 'postgresql'))
 
     def test_claim_timings_start_without_error_or_warning(self):
-        settings = claim_settings.get_settings(self.conf, NOVA_CADENCE)
+        settings = settings_mod.from_conf(self.conf, NOVA_CADENCE).claims()
         self.assertEqual((120.0, 72.0), (settings.lease_time,
                                          settings.fencing_margin))
         self.assertNotIn('lease_time', self.logger.output)

@@ -34,6 +34,7 @@ from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
 from ironic_partition.membership import database
 from ironic_partition.membership import static
+from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
 from ironic_partition.tests.unit import test_partitioner
 from ironic_partition.tests.unit.virt import test_mixin
@@ -143,7 +144,8 @@ class TestOptionsAreRead(base.TestCase):
 
         client.list_nodes = slow
         part = test_partitioner.partitioner.Partitioner(
-            self.conf, client, test_partitioner.FakeMembership(['cn1']),
+            settings_mod.from_conf(self.conf), client,
+            test_partitioner.FakeMembership(['cn1']),
             clock=lambda: clock[0])
         part.refresh()
         self.assertIn('longer than [ironic_partition] refresh_interval '
@@ -151,7 +153,8 @@ class TestOptionsAreRead(base.TestCase):
 
     def _database_backend(self, db=None):
         return membership_base.get_backend(
-            'database', self.conf, 'cn1', membership_base.ROLE_NOVA_COMPUTE,
+            settings_mod.for_tests('cn1', conf=self.conf),
+            membership_base.ROLE_NOVA_COMPUTE, name='database',
             connection=db or mock.Mock())
 
     def test_heartbeat_interval_paces_the_heartbeats(self):

@@ -31,6 +31,7 @@ from ironic_partition.db import api as db_api
 from ironic_partition.db import models
 from ironic_partition.db import store
 from ironic_partition import exception
+from ironic_partition import settings as settings_mod
 
 ROLE = 'agent'
 
@@ -282,5 +283,6 @@ class TestSQLiteVersion(test_base.BaseTestCase):
         conf.set_override('connection', self.conn.connection,
                           database_conf.GROUP)
         e = self.assertRaises(exception.ConfigurationError,
-                              claims.from_conf, conf, 'cn1')
+                              claims.from_settings,
+                              settings_mod.for_tests('cn1', conf=conf))
         self.assertIn('SQLite 3.22.0', str(e))

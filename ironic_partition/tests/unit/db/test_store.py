@@ -28,17 +28,20 @@ from ironic_partition.db import health
 from ironic_partition.db import migration
 from ironic_partition.db import store
 from ironic_partition import exception
+from ironic_partition import settings as settings_mod
 
 
 class TestStore(test_base.BaseTestCase):
 
-    def test_from_conf(self):
+    def test_open(self):
         conf = cfg.ConfigOpts()
         conf.register_opts(partition_conf.opts, group=partition_conf.GROUP)
         conf([])
         tmp = self.useFixture(fixtures.TempDir()).path
         conf.set_override('state_path', tmp, 'ironic_partition')
-        s = store.Store.from_conf(conf, 'CN1', 'agent', 60, takeover=True)
+        s = store.Store.open(
+            settings_mod.for_tests('CN1', conf=conf, service_down_time=60),
+            'agent', takeover=True)
         self.addCleanup(s.dispose)
         self.assertIn(database_conf.GROUP, conf)
         self.assertEqual(('cn1', 'agent', 60, True),
@@ -55,8 +58,8 @@ class TestStore(test_base.BaseTestCase):
 
     def test_given_connection(self):
         db = db_api.Connection('postgresql+psycopg2://u:pw@db/ip')
-        s = store.Store.from_conf(cfg.ConfigOpts(), 'h', 'agent', 60,
-                                  connection=db)
+        s = store.Store.open(settings_mod.for_tests('h'), 'agent',
+                             connection=db)
         self.assertIs(db, s.db)
         self.assertEqual('postgresql+psycopg2://u:***@db/ip',
                          s.masked_connection)

@@ -22,6 +22,7 @@ from stevedore import exception as stevedore_exc
 from ironic_partition import exception
 from ironic_partition.membership import base
 from ironic_partition.membership import static
+from ironic_partition import settings as settings_mod
 
 Rec = collections.namedtuple('Rec', ['host', 'alive'])
 
@@ -77,7 +78,7 @@ class TestGetBackend(test_base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
-        self.conf = mock.Mock()
+        self.settings = settings_mod.for_tests('h', partition_key='g')
 
     @mock.patch('stevedore.ExtensionManager', autospec=True)
     @mock.patch('stevedore.driver.DriverManager', autospec=True)
@@ -85,8 +86,8 @@ class TestGetBackend(test_base.BaseTestCase):
         mock_dm.side_effect = stevedore_exc.NoMatches('nope')
         mock_em.return_value.names.return_value = ['static', 'database']
         exc = self.assertRaises(exception.MembershipBackendLoadError,
-                                base.get_backend, 'bogus', self.conf, 'h',
-                                'agent')
+                                base.get_backend, self.settings, 'agent',
+                                name='bogus')
         self.assertIn('[ironic_partition] membership_backend', str(exc))
         self.assertIn('database, static', str(exc))
         self.assertIn("'bogus'", str(exc))
@@ -94,12 +95,13 @@ class TestGetBackend(test_base.BaseTestCase):
     @mock.patch('stevedore.driver.DriverManager', autospec=True)
     def test_loads(self, mock_dm):
         mock_dm.return_value.driver = 'driver'
+        settings = self.settings.replace(membership_backend='static')
         self.assertEqual('driver', base.get_backend(
-            'static', self.conf, 'h', 'agent', partition_key='g'))
+            settings, 'agent', version='1'))
         mock_dm.assert_called_once_with(
             base.NAMESPACE, 'static', invoke_on_load=True,
-            invoke_args=(self.conf, 'h', 'agent'),
-            invoke_kwds={'partition_key': 'g'},
+            invoke_args=(settings, 'agent'),
+            invoke_kwds={'version': '1'},
             on_load_failure_callback=mock.ANY)
 
     def test_namespace(self):
@@ -107,13 +109,13 @@ class TestGetBackend(test_base.BaseTestCase):
 
     def test_invalid_role(self):
         self.assertRaises(exception.InvalidRole, static.StaticMembership,
-                          self.conf, 'h', 'bogus')
+                          self.settings, 'bogus')
 
 
 class TestStatic(test_base.BaseTestCase):
 
     def test_members(self):
-        b = static.StaticMembership(mock.Mock(), 'Me', 'agent')
+        b = static.StaticMembership(settings_mod.for_tests('Me'), 'agent')
         b.start()
         self.assertTrue(b.heartbeat())
         m = b.members('g', ['A', 'b '])
@@ -127,8 +129,8 @@ class TestStatic(test_base.BaseTestCase):
 class TestSetPartitionKey(test_base.BaseTestCase):
 
     def test_lower_cased_and_unset(self):
-        backend = static.StaticMembership(mock.Mock(), 'h', 'agent',
-                                          partition_key='a')
+        backend = static.StaticMembership(
+            settings_mod.for_tests('h', partition_key='a'), 'agent')
         backend.set_partition_key('Rack2')
         self.assertEqual('rack2', backend.partition_key)
         backend.set_partition_key(None)

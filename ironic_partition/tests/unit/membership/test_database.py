@@ -28,6 +28,7 @@ from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import store
 from ironic_partition import exception
 from ironic_partition.membership import database
+from ironic_partition import settings as settings_mod
 
 
 class TestDatabaseMembership(test_base.BaseTestCase):
@@ -46,9 +47,10 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         self.useFixture(fixtures.MonkeyPatch(
             'ironic_partition.membership.database.INITIAL_BACKOFF', 0.05))
 
-    def _backend(self, host='me', **kwargs):
-        b = database.DatabaseMembership(self.conf, host, 'conductor',
-                                        **kwargs)
+    def _backend(self, host='me', partition_key=None, **kwargs):
+        b = database.DatabaseMembership(
+            settings_mod.for_tests(host, partition_key=partition_key,
+                                   conf=self.conf), 'conductor', **kwargs)
         self.addCleanup(b.stop, timeout=5)
         return b
 
@@ -142,7 +144,8 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         self.conf.set_override('connection',
                                'sqlite:////proc/nowhere/x.sqlite',
                                group='ironic_partition_database')
-        b = database.DatabaseMembership(self.conf, 'me', 'agent')
+        b = database.DatabaseMembership(
+            settings_mod.for_tests('me', conf=self.conf), 'agent')
         exc = self.assertRaises(exception.DatabaseConnectionFailed, b.start)
         self.assertIn('sqlite:////proc/nowhere/x.sqlite', str(exc))
 

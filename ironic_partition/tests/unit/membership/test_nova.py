@@ -19,6 +19,7 @@ from oslotest import base as test_base
 
 from ironic_partition import exception
 from ironic_partition.membership import nova
+from ironic_partition import settings as settings_mod
 
 
 class TestNovaMembership(test_base.BaseTestCase):
@@ -40,7 +41,8 @@ class TestNovaMembership(test_base.BaseTestCase):
                                     return_value=self.fake)
         patcher.start()
         self.addCleanup(patcher.stop)
-        self.backend = nova.NovaMembership(mock.Mock(), 'ME', 'nova-compute')
+        self.backend = nova.NovaMembership(settings_mod.for_tests('ME'),
+                                           'nova-compute')
         self.backend.start()
 
     def test_all_up_like_nova(self):
@@ -73,7 +75,7 @@ class TestNovaMembership(test_base.BaseTestCase):
 
     def test_only_nova_compute(self):
         self.assertRaises(exception.BackendNotSupported, nova.NovaMembership,
-                          mock.Mock(), 'h', 'conductor')
+                          settings_mod.for_tests('h'), 'conductor')
 
     def test_no_heartbeat_of_its_own(self):
         self.assertTrue(self.backend.heartbeat())

@@ -29,6 +29,7 @@ from ironic_partition import partitioner
 from ironic_partition.ring import base as ring_base
 from ironic_partition.ring import compute
 from ironic_partition.ring import conductor
+from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base as test_base
 from ironic_partition.tests.unit import test_partitioner
 
@@ -105,11 +106,12 @@ class FromConfTestCase(test_base.TestCase):
         client = test_partitioner.FakeClient(nodes or test_partitioner._nodes(
             300))
         membership = test_partitioner.FakeMembership(live)
-        return partitioner.Partitioner(self.conf, client, membership,
-                                       claims=False)
+        return partitioner.Partitioner(self.read_settings(),
+                                       client, membership, claims=False)
 
     def test_default_is_compute_from_the_installed_namespace(self):
-        provider = ring_base.from_conf(self.conf, lambda key: ['A'])
+        provider = ring_base.from_settings(
+            settings_mod.from_conf(self.conf), lambda key: ['A'])
         self.assertIsInstance(provider, compute.ComputeRingProvider)
         self.assertEqual(frozenset(['a']), provider.members())
         self.assertEqual(['compute'], ring_base._available())
@@ -183,7 +185,8 @@ class FromConfTestCase(test_base.TestCase):
                     claims='database')
         self.config(group='ironic', shard='s1')
         exc = self.assertRaises(exception.ConfigurationError,
-                                ring_base.from_conf, self.conf,
+                                ring_base.from_settings,
+                                settings_mod.from_conf(self.conf),
                                 lambda key: ['a'])
         self.assertIn('[ironic] shard', str(exc))
 
@@ -199,7 +202,8 @@ class BalancedKeySetTestCase(test_base.TestCase):
         self.config(group='ironic', partition_key='rack1',
                     peer_list=list(self.HOSTS))
         p = partitioner.Partitioner(
-            self.conf, test_partitioner.FakeClient(nodes),
+            settings_mod.from_conf(self.conf),
+            test_partitioner.FakeClient(nodes),
             test_partitioner.FakeMembership(self.HOSTS), claims=False)
         return p.refresh(my_instances=mine)
 

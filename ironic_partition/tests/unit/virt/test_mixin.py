@@ -161,7 +161,9 @@ class TestPartitionMixin(base.TestCase):
         self.assertFalse(self.membership.left)
 
     def test_stop_keeps_claims_and_membership_when_told(self):
+        # A mutable option: applied by the next reload (SIGHUP).
         self.config(group='ironic_partition', hand_over_on_stop=False)
+        self.assertFalse(self.driver.partition_reload())
         self.driver.partition_start()
         stop = self.useFixture(fixtures.MockPatchObject(
             self.driver.partitioner, 'stop', autospec=True)).mock
