@@ -47,12 +47,12 @@ from ironic_partition.testing.neutron import NeutronFixture
 from ironic_partition.testing.nova import NOVA_DRIVER
 from ironic_partition.testing.nova import NovaFixture
 from ironic_partition.testing.nova import PARTITION_DRIVER
-from ironic_partition.testing.nova import RabbitVhostFixture
 from ironic_partition.testing.nova_api import NovaAPIFixture
 from ironic_partition.testing.process import HarnessError
 from ironic_partition.testing.process import pids_alive
 from ironic_partition.testing.process import Service
 from ironic_partition.testing.process import wait_for
+from ironic_partition.testing.rabbit import RabbitVhostFixture
 from ironic_partition.testing.servers import ServerRecords
 
 __all__ = [

@@ -196,9 +196,8 @@ class APIServiceFixture(fixtures.Fixture):
         :returns: None
         :raises: HarnessError when it fails.
         """
-        from ironic_partition.testing import nova as harness_nova
-        harness_nova._run([harness_process.bin_path(argv[0])] +
-                          list(argv[1:]), self.log_path)
+        harness_process.run_logged([harness_process.bin_path(argv[0])] +
+                                   list(argv[1:]), self.log_path)
 
     def check(self):
         """Raise when the server process died.

@@ -31,8 +31,13 @@ AGENT_OPTIONS = {'heartbeat_interval': 1, 'service_down_time': 4,
 def cli_argv():
     """``ironic-partition`` as this interpreter runs it.
 
-    :returns: a list.
+    :returns: the console script next to the interpreter, or
+        ``python -m ironic_partition.cmd.cli`` where it is not installed.
     """
+    script = os.path.join(os.path.dirname(os.path.abspath(sys.executable)),
+                          'ironic-partition')
+    if os.access(script, os.X_OK):
+        return [script]
     return [sys.executable, '-m', 'ironic_partition.cmd.cli']
 
 

@@ -52,9 +52,10 @@ import uuid
 
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
-from ironic_partition import hash_ring
 from ironic_partition import testing as harness
 from ironic_partition.testing import cli as harness_cli
+from ironic_partition.testing import narrator as harness_narrator
+from ironic_partition.testing import split as harness_split
 
 #: Agent timings: small so that the demo is quick.
 HEARTBEAT_INTERVAL = 1
@@ -87,135 +88,11 @@ class Interrupted(Exception):
     """The demo received SIGINT, SIGTERM or SIGHUP."""
 
 
-class Narrator(object):
-    """Prints what the demo does, with the time since it started.
-
-    :param out: the stream.
-    """
-
-    def __init__(self, out=None):
-        self.out = out if out is not None else sys.stdout
-        self.start = time.monotonic()
-
-    def elapsed(self):
-        """Seconds since the start.
-
-        :returns: a float.
-        """
-        return time.monotonic() - self.start
-
-    def say(self, text):
-        """Print one line with the elapsed time.
-
-        :param text: the line.
-        :returns: None
-        """
-        self.out.write('[%6.1fs] %s\n' % (self.elapsed(), text))
-        self.out.flush()
-
-    def title(self, text):
-        """Print a step title.
-
-        :param text: the title.
-        :returns: None
-        """
-        self.out.write('\n== %s ==\n' % text)
-        self.out.flush()
-
-    def block(self, lines, indent='    '):
-        """Print lines, indented.
-
-        :param lines: an iterable of strings.
-        :param indent: the prefix.
-        :returns: None
-        """
-        for line in lines:
-            self.out.write(indent + line + '\n')
-        self.out.flush()
-
-
-def expected_split(nodes, members_by_group, instance_owner):
-    """Who should manage each node, by the rules and the tooz ring.
-
-    :param nodes: dicts with ``uuid``, ``conductor_group`` and
-        ``instance`` (None or an instance UUID).
-    :param members_by_group: group -> the live agents sharing it.
-    :param instance_owner: instance UUID -> agent.
-    :returns: node UUID -> the agent that should manage it, or None for
-        a node nobody may manage (its instance's owner is not live).
-    """
-    result = {}
-    for group, members in members_by_group.items():
-        in_group = [n for n in nodes if n['conductor_group'] == group]
-        ring = hash_ring.HashRing(sorted(members))
-        free = [n['uuid'] for n in in_group if n['instance'] is None]
-        owners = ring.map_keys(free) if members else {}
-        for node in in_group:
-            if node['instance'] is None:
-                result[node['uuid']] = owners.get(node['uuid'])
-            else:
-                owner = instance_owner.get(node['instance'])
-                result[node['uuid']] = owner if owner in members else None
-    return result
-
-
-def check_split(reports, nodes, members_by_group, instance_owner):
-    """Compare the agents' reports with the expected split.
-
-    :param reports: agent -> its report document.
-    :param nodes: as for :func:`expected_split`.
-    :param members_by_group: group -> the live agents sharing it.
-    :param instance_owner: instance UUID -> agent.
-    :returns: a list of problems, empty when the split is exact: every
-        node managed by exactly the agent expected, none by two, none
-        that nobody may manage.
-    """
-    expected = expected_split(nodes, members_by_group, instance_owner)
-    live = {a for members in members_by_group.values() for a in members}
-    managers = collections.defaultdict(set)
-    problems = []
-    for agent in sorted(live):
-        report = reports.get(agent)
-        if report is None:
-            problems.append('%s has written no report' % agent)
-            continue
-        if not report.get('ready'):
-            problems.append('%s is not ready: %s' % (agent,
-                                                     report.get('reason')))
-        for uuid_ in report.get('managed', ()):
-            managers[uuid_].add(agent)
-    for uuid_, want in sorted(expected.items()):
-        have = managers.get(uuid_, set())
-        if len(have) > 1:
-            problems.append('node %s is managed by %s at once'
-                            % (uuid_, ', '.join(sorted(have))))
-        elif want is None and have:
-            problems.append('node %s is managed by %s but its instance '
-                            'owner is not live' % (uuid_, have.pop()))
-        elif want is not None and have != {want}:
-            problems.append('node %s should be managed by %s, not by %s'
-                            % (uuid_, want, ', '.join(sorted(have))
-                               or 'nobody'))
-    return problems
-
-
-def cli_argv():
-    """The command that runs ``ironic-partition``.
-
-    :returns: the console script next to the interpreter, or
-        ``python -m ironic_partition.cmd.cli`` where it is not installed.
-    """
-    script = os.path.join(os.path.dirname(os.path.abspath(sys.executable)),
-                          'ironic-partition')
-    if os.access(script, os.X_OK):
-        return [script]
-    return [sys.executable, '-m', 'ironic_partition.cmd.cli']
-
-
 class Demo(object):
     """The demo's state and steps.
 
-    :param narrator: a :class:`Narrator`.
+    :param narrator: a :class:`~ironic_partition.testing.narrator.
+        Narrator`.
     :param nodes: how many nodes to enroll.
     :param db_backend: Ironic's database, ``postgresql`` or ``mysql``.
     :param keep_workdir: keep the configuration, reports and logs.
@@ -325,7 +202,7 @@ class Demo(object):
         :returns: None
         """
         for name in self.settings:
-            argv = cli_argv() + [
+            argv = harness_cli.cli_argv() + [
                 '--config-file', self.write_config(name), 'serve',
                 '--role', 'agent',
                 '--report-file', self.path('%s.json' % name),
@@ -427,8 +304,8 @@ class Demo(object):
                                                   -1) <= counter:
                         last[:] = ['%s has not refreshed yet' % agent]
                         return False
-            last[:] = check_split(reports, self.nodes, members,
-                                  self.instance_owner)
+            last[:] = harness_split.check_split(
+                reports, self.nodes, members, self.instance_owner)
             return not last
 
         try:
@@ -479,7 +356,8 @@ class Demo(object):
         :param args: the command and its options.
         :returns: the exit code.
         """
-        argv = cli_argv() + ['--config-file', self.path('%s.conf' % agent)]
+        argv = harness_cli.cli_argv() + ['--config-file',
+                                         self.path('%s.conf' % agent)]
         argv += list(args)
         shown = ['ironic-partition', '--config-file', '%s.conf' % agent]
         shown += [os.path.basename(a) if a.startswith(self.workdir) else a
@@ -672,7 +550,7 @@ def main(argv=None):
     parser.add_argument('--keep-workdir', action='store_true',
                         help='Keep the configuration, reports and logs.')
     args = parser.parse_args(argv)
-    narrator = Narrator()
+    narrator = harness_narrator.Narrator()
     narrator.out.write('ironic-partition demo: a real Ironic, four '
                        'partition agents, and what they do when one dies '
                        'and one moves.\n')
@@ -699,16 +577,7 @@ def main(argv=None):
         teardown = demo.teardown()
         narrator.say('Everything stopped' if not teardown
                      else 'Teardown problems: %s' % '; '.join(teardown))
-    narrator.title('Summary')
-    for step, ok, detail in demo.results:
-        narrator.block(['%s  %-15s %s' % ('PASS' if ok else 'FAIL', step,
-                                          detail)], indent='  ')
-    if error:
-        narrator.block(['ERROR %s' % error], indent='  ')
-    if interrupted:
-        narrator.block(['Interrupted by %s' % interrupted], indent='  ')
-    for problem in teardown:
-        narrator.block(['FAIL  teardown        %s' % problem], indent='  ')
+    narrator.summary(demo.results, error, interrupted, teardown)
     ok = (demo.results and all(r[1] for r in demo.results) and not error
           and not interrupted and not teardown and len(demo.results) == 4)
     narrator.say('Demo %s in %.0f s' % ('passed' if ok else 'FAILED',

@@ -28,7 +28,7 @@ Ironic's ``fake`` deploy interface never reads it.
 import os
 
 from ironic_partition.testing import apiservice
-from ironic_partition.testing import nova as harness_nova
+from ironic_partition.testing import process as harness_process
 
 #: The bytes of the image (the deploy never reads them).
 IMAGE_DATA = b'ironic-partition test image\n'
@@ -93,7 +93,7 @@ class GlanceFixture(apiservice.APIServiceFixture):
         with open(paste, 'w') as stream:
             stream.write(PASTE)
         self.config_file = os.path.join(self.confdir, 'glance-api.conf')
-        harness_nova._write_config(self.config_file, {
+        harness_process.write_config(self.config_file, {
             'DEFAULT': {
                 'debug': False,
                 'use_stderr': True,
@@ -120,7 +120,7 @@ class GlanceFixture(apiservice.APIServiceFixture):
             'paste_deploy': {'config_file': paste},
             'oslo_concurrency': {
                 'lock_path': os.path.join(self.workdir, 'locks')},
-        })
+        }, join_lists=True)
 
     def migrate(self):
         self.run(['glance-manage', '--config-file', self.config_file,

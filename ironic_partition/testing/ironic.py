@@ -25,7 +25,6 @@ import logging
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
 import urllib.error
@@ -294,17 +293,11 @@ class IronicFixture(fixtures.Fixture):
 
     def _dbsync(self):
         log_path = os.path.join(self.workdir, 'dbsync.log')
-        argv = [process.bin_path('ironic-dbsync', self.bin_dir),
-                '--config-file', self.config_file, 'create_schema']
-        with open(log_path, 'ab') as log:
-            code = subprocess.call(argv, stdin=subprocess.DEVNULL,
-                                   stdout=log, stderr=subprocess.STDOUT)
-        if code:
-            self.addDetail('log-dbsync', content.content_from_file(
-                log_path, buffer_now=True))
-            raise process.HarnessError(
-                'ironic-dbsync create_schema failed (%s): %s'
-                % (code, process.tail(log_path)))
+        self.addDetail('log-dbsync', content.content_from_file(
+            log_path, buffer_now=False))
+        process.run_logged([process.bin_path('ironic-dbsync', self.bin_dir),
+                            '--config-file', self.config_file,
+                            'create_schema'], log_path)
 
     # -- state ------------------------------------------------------------
 

@@ -26,7 +26,8 @@ are no ports, from its own database, as a neutron without networks does.
 import os
 
 from ironic_partition.testing import apiservice
-from ironic_partition.testing import nova as harness_nova
+from ironic_partition.testing import process as harness_process
+from ironic_partition.testing import rabbit as harness_rabbit
 
 
 class NeutronFixture(apiservice.APIServiceFixture):
@@ -42,8 +43,8 @@ class NeutronFixture(apiservice.APIServiceFixture):
     def configure(self):
         self.config_files = [os.path.join(self.confdir, 'neutron.conf'),
                              os.path.join(self.confdir, 'ml2_conf.ini')]
-        vhost = self.useFixture(harness_nova.RabbitVhostFixture())
-        harness_nova._write_config(self.config_files[0], {
+        vhost = self.useFixture(harness_rabbit.RabbitVhostFixture())
+        harness_process.write_config(self.config_files[0], {
             'DEFAULT': {
                 'debug': False,
                 'use_stderr': True,
@@ -61,13 +62,13 @@ class NeutronFixture(apiservice.APIServiceFixture):
             'database': {'connection': self.database.url},
             'oslo_concurrency': {
                 'lock_path': os.path.join(self.workdir, 'locks')},
-        })
-        harness_nova._write_config(self.config_files[1], {'ml2': {
+        }, join_lists=True)
+        harness_process.write_config(self.config_files[1], {'ml2': {
             'type_drivers': 'flat',
             'tenant_network_types': '',
             'mechanism_drivers': '',
             'extension_drivers': '',
-        }})
+        }}, join_lists=True)
 
     def migrate(self):
         argv = ['neutron-db-manage']

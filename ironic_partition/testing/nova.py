@@ -40,19 +40,18 @@ import logging
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
-import uuid
 
 import fixtures
 from testtools import content
 
 from ironic_partition.testing import db as harness_db
+from ironic_partition.testing import nova_compute
 from ironic_partition.testing import process as harness_process
 from ironic_partition.testing import proxy as harness_proxy
+from ironic_partition.testing import rabbit as harness_rabbit
 
 LOG = logging.getLogger(__name__)
 
@@ -98,177 +97,6 @@ _NOVA_DEFAULT_LOG_LEVELS = (
     'stevedore=WARN', 'taskflow=WARN', 'keystoneauth1.session=WARN',
     'oslo_policy=INFO', 'dogpile.core.dogpile=INFO', 'glanceclient=WARN',
     'oslo.privsep.daemon=INFO')
-
-MARKER = '--- harness: '
-"""Prefix of the lines the fixture writes into a compute's log."""
-
-
-def _write_config(path, sections):
-    parser = configparser.ConfigParser(interpolation=None)
-    for section, options in sections.items():
-        if section != 'DEFAULT' and not parser.has_section(section):
-            parser.add_section(section)
-        for key, value in options.items():
-            if value is None:
-                continue
-            if isinstance(value, bool):
-                value = 'true' if value else 'false'
-            elif isinstance(value, (list, tuple)):
-                value = ','.join(value)
-            parser.set(section, key, str(value))
-    with open(path, 'w') as stream:
-        parser.write(stream)
-
-
-def _run(argv, log_path, env=None, timeout=600):
-    """Run a command to completion, its output appended to a log.
-
-    :param argv: the command line.
-    :param log_path: the log file.
-    :param env: the environment; the current one by default.
-    :param timeout: seconds allowed.
-    :returns: None
-    :raises: HarnessError when it fails.
-    """
-    with open(log_path, 'ab') as log:
-        log.write(('%s%s\n' % (MARKER, ' '.join(argv))).encode())
-        log.flush()
-        code = subprocess.call(argv, stdin=subprocess.DEVNULL, stdout=log,
-                               stderr=subprocess.STDOUT, env=env,
-                               timeout=timeout)
-    if code:
-        raise harness_process.HarnessError('%s failed (%s): %s' % (
-            ' '.join(argv[:3]), code, harness_process.tail(log_path)))
-
-
-class RabbitVhostFixture(fixtures.Fixture):
-    """A RabbitMQ virtual host for one run, deleted at cleanup.
-
-    Uses ``rabbitmqctl`` on the local broker (tools/test-setup.sh
-    installs ``rabbitmq-server``).
-
-    :param host: the broker's address.
-    :param port: its AMQP port.
-    :param user: a user allowed on the new vhost.
-    :param password: its password.
-    """
-
-    def __init__(self, host='127.0.0.1', port=5672, user='guest',
-                 password='guest'):
-        super().__init__()
-        self.host = host
-        self.port = port
-        self.user = user
-        self.password = password
-        self.name = None
-
-    def _ctl(self, *args):
-        ctl = shutil.which('rabbitmqctl') or '/usr/sbin/rabbitmqctl'
-        proc = subprocess.run([ctl] + list(args), capture_output=True,
-                              timeout=120)
-        if proc.returncode:
-            raise harness_process.HarnessError('rabbitmqctl %s failed: %s' % (
-                ' '.join(args), proc.stderr.decode('utf-8', 'replace')))
-
-    def _setUp(self):
-        self.name = 'ipart_func_%d_%s' % (os.getpid(), uuid.uuid4().hex[:8])
-        self._ctl('add_vhost', self.name)
-        self.addCleanup(self._ctl, 'delete_vhost', self.name)
-        self._ctl('set_permissions', '-p', self.name, self.user,
-                  '.*', '.*', '.*')
-
-    @property
-    def transport_url(self):
-        """The oslo.messaging URL of the vhost."""
-        return 'rabbit://%s:%s@%s:%d/%s' % (self.user, self.password,
-                                            self.host, self.port, self.name)
-
-
-class Compute(harness_process.Service):
-    """One ``nova-compute`` process, with its own host name and config.
-
-    :param host: its ``[DEFAULT] host``.
-    :param config_file: its nova.conf.
-    :param kwargs: passed to :class:`~ironic_partition.testing.Service`.
-    """
-
-    #: The command that runs nova-compute in a PID namespace of its own.
-    UNSHARE = ('unshare', '--pid', '--fork', '--kill-child')
-
-    def __init__(self, host, config_file, **kwargs):
-        super().__init__(**kwargs)
-        self.host = host
-        self.config_file = config_file
-        self._argv = list(self.argv)
-        #: Start each process in a new PID namespace, as a container
-        #: (re)start does (``unshare``; needs root or user namespaces).
-        self.own_pid_namespace = False
-
-    def mark(self, event):
-        """Write a time-stamped event line into this compute's log.
-
-        :param event: e.g. ``kill``; see :mod:`.novalane` for the parser.
-        :returns: None
-        """
-        with open(self.log_path, 'ab') as log:
-            log.write(('%s%s at %.6f\n' % (MARKER, event, time.time()))
-                      .encode())
-
-    def start(self):
-        """Start nova-compute, after a ``start`` mark in its log.
-
-        :returns: None
-        """
-        self.mark('start')
-        self.argv = ((list(self.UNSHARE) if self.own_pid_namespace else [])
-                     + self._argv)
-        super().start()
-
-    def kill(self, timeout=30):
-        """SIGKILL the group, marking the log first.
-
-        :param timeout: seconds to wait for the processes to vanish.
-        :returns: the exit code of the leader.
-        """
-        if self.running():
-            self.mark('kill')
-        return super().kill(timeout)
-
-    def stop(self, timeout=30):
-        """SIGTERM the group (nova's graceful stop), marking the log.
-
-        :param timeout: seconds allowed before SIGKILL.
-        :returns: the exit code of the leader.
-        """
-        if self.running():
-            self.mark('stop')
-        code = super().stop(timeout)
-        self.mark('stopped')
-        return code
-
-    def pause(self):
-        """SIGSTOP the group, marking the log.
-
-        :returns: None
-        """
-        self.mark('pause')
-        super().pause()
-
-    def resume(self):
-        """SIGCONT the group, marking the log.
-
-        :returns: None
-        """
-        super().resume()
-        self.mark('resume')
-
-    def sighup(self):
-        """SIGHUP the group: nova re-reads its config files (mutate).
-
-        :returns: None
-        """
-        self.mark('sighup')
-        self.signal(signal.SIGHUP)
 
 
 class NovaFixture(fixtures.Fixture):
@@ -349,7 +177,7 @@ class NovaFixture(fixtures.Fixture):
         self.cell_url = dbs['cell1'].url
         self.membership_db = self.useFixture(harness_db.DatabaseFixture(
             self.membership_backend, workdir=self.workdir))
-        self.vhost = self.useFixture(RabbitVhostFixture())
+        self.vhost = self.useFixture(harness_rabbit.RabbitVhostFixture())
         self.addCleanup(self.stop_all)
         self._start_placement(dbs['placement'].url)
         self._prepare_nova(dbs)
@@ -385,13 +213,14 @@ class NovaFixture(fixtures.Fixture):
         confdir = os.path.join(self.workdir, 'placement')
         os.makedirs(confdir)
         conf = os.path.join(confdir, 'placement.conf')
-        _write_config(conf, {
+        harness_process.write_config(conf, {
             'DEFAULT': {'debug': False, 'use_stderr': True},
             'api': {'auth_strategy': 'noauth2'},
             'placement_database': {'connection': url},
-        })
-        _run([harness_process.bin_path('placement-manage'), '--config-file',
-              conf, 'db', 'sync'], self.setup_log)
+        }, join_lists=True)
+        harness_process.run_logged(
+            [harness_process.bin_path('placement-manage'), '--config-file',
+             conf, 'db', 'sync'], self.setup_log)
         self.placement_port = harness_process.free_port()
         env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=confdir)
         self.placement = self._service('placement', [
@@ -476,24 +305,27 @@ class NovaFixture(fixtures.Fixture):
         config['api_database'] = {'connection': dbs['api'].url}
         config['database'] = {'connection': dbs['cell1'].url}
         self.nova_conf = os.path.join(self.workdir, 'nova.conf')
-        _write_config(self.nova_conf, config)
+        harness_process.write_config(self.nova_conf, config,
+                                     join_lists=True)
         manage = [harness_process.bin_path('nova-manage'), '--config-file',
                   self.nova_conf]
-        _run(manage + ['api_db', 'sync'], self.setup_log)
-        _run(manage + ['cell_v2', 'map_cell0', '--database_connection',
-                       dbs['cell0'].url], self.setup_log)
-        _run(manage + ['cell_v2', 'create_cell', '--name', 'cell1',
-                       '--database_connection', dbs['cell1'].url,
-                       '--transport-url', self.vhost.transport_url],
-             self.setup_log)
-        _run(manage + ['db', 'sync'], self.setup_log)
+        run = harness_process.run_logged
+        run(manage + ['api_db', 'sync'], self.setup_log)
+        run(manage + ['cell_v2', 'map_cell0', '--database_connection',
+                      dbs['cell0'].url], self.setup_log)
+        run(manage + ['cell_v2', 'create_cell', '--name', 'cell1',
+                      '--database_connection', dbs['cell1'].url,
+                      '--transport-url', self.vhost.transport_url],
+            self.setup_log)
+        run(manage + ['db', 'sync'], self.setup_log)
 
     def _dbsync_membership(self):
         conf = os.path.join(self.workdir, 'membership.conf')
-        _write_config(conf, {'ironic_partition_database': {
-            'connection': self.membership_db.url}})
-        _run([harness_process.bin_path('ironic-partition-dbsync'),
-              '--config-file', conf, 'upgrade'], self.setup_log)
+        harness_process.write_config(conf, {'ironic_partition_database': {
+            'connection': self.membership_db.url}}, join_lists=True)
+        harness_process.run_logged(
+            [harness_process.bin_path('ironic-partition-dbsync'),
+             '--config-file', conf, 'upgrade'], self.setup_log)
 
     def compute_config(self, host):
         """Build the configuration of one compute.
@@ -539,7 +371,7 @@ class NovaFixture(fixtures.Fixture):
         :param start: start it now.
         :param config: ``{section: {option: value}}`` merged into its
             configuration.
-        :returns: the :class:`Compute`.
+        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
         """
         os.makedirs(os.path.join(self.workdir, host, 'instances'),
                     exist_ok=True)
@@ -547,10 +379,10 @@ class NovaFixture(fixtures.Fixture):
         sections = self.compute_config(host)
         for section, options in (config or {}).items():
             sections.setdefault(section, {}).update(options)
-        _write_config(path, sections)
+        harness_process.write_config(path, sections, join_lists=True)
         compute = self._service(
             'nova-compute-%s' % host,
-            ['nova-compute', '--config-file', path], cls=Compute,
+            ['nova-compute', '--config-file', path], cls=nova_compute.Compute,
             host=host, config_file=path)
         self.computes[host] = compute
         if host not in self.hosts:
@@ -604,7 +436,7 @@ class NovaFixture(fixtures.Fixture):
         """Find a compute by host name.
 
         :param host: the ``[DEFAULT] host``.
-        :returns: the :class:`Compute`.
+        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
         """
         return self.computes[host]
 
@@ -614,7 +446,7 @@ class NovaFixture(fixtures.Fixture):
         """SIGKILL a compute's process group and wait until it is gone.
 
         :param host: the compute.
-        :returns: the :class:`Compute`.
+        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
         """
         compute = self.compute(host)
         compute.kill()
@@ -625,7 +457,7 @@ class NovaFixture(fixtures.Fixture):
 
         :param host: the compute.
         :param timeout: seconds before SIGKILL.
-        :returns: the :class:`Compute`.
+        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
         """
         compute = self.compute(host)
         compute.stop(timeout)
@@ -635,7 +467,7 @@ class NovaFixture(fixtures.Fixture):
         """Start a compute that is not running.
 
         :param host: the compute.
-        :returns: the :class:`Compute`.
+        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
         """
         compute = self.compute(host)
         compute.start()
@@ -646,7 +478,7 @@ class NovaFixture(fixtures.Fixture):
 
         :param host: the compute.
         :param timeout: seconds allowed for the graceful stop.
-        :returns: the :class:`Compute`.
+        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
         """
         compute = self.compute(host)
         if compute.running():
@@ -658,7 +490,7 @@ class NovaFixture(fixtures.Fixture):
         """SIGSTOP a compute.
 
         :param host: the compute.
-        :returns: the :class:`Compute`.
+        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
         """
         compute = self.compute(host)
         compute.pause()
@@ -668,7 +500,7 @@ class NovaFixture(fixtures.Fixture):
         """SIGCONT a compute.
 
         :param host: the compute.
-        :returns: the :class:`Compute`.
+        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
         """
         compute = self.compute(host)
         compute.resume()
@@ -678,7 +510,7 @@ class NovaFixture(fixtures.Fixture):
         """SIGHUP a compute.
 
         :param host: the compute.
-        :returns: the :class:`Compute`.
+        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
         """
         compute = self.compute(host)
         compute.sighup()
@@ -733,8 +565,9 @@ class NovaFixture(fixtures.Fixture):
         :returns: None
         :raises: HarnessError listing services that would not die.
         """
-        computes = [s for s in self.services if isinstance(s, Compute)]
-        others = [s for s in self.services if not isinstance(s, Compute)]
+        compute = nova_compute.Compute
+        computes = [s for s in self.services if isinstance(s, compute)]
+        others = [s for s in self.services if not isinstance(s, compute)]
         failed = []
         for batch in (computes, others):
             live = [s for s in batch if s.group_pids()]

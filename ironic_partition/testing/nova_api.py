@@ -53,7 +53,6 @@ from concurrent import futures
 import os
 
 from ironic_partition.testing import apiservice
-from ironic_partition.testing import nova as harness_nova
 from ironic_partition.testing import process as harness_process
 from ironic_partition.testing import servers as harness_servers
 
@@ -163,7 +162,8 @@ class NovaAPIFixture(apiservice.APIServiceFixture):
         # and PostgreSQL alike (see nova-lane.rst).
         config['DEFAULT']['executor_thread_pool_size'] = 1
         self.config_file = os.path.join(self.confdir, 'nova.conf')
-        harness_nova._write_config(self.config_file, config)
+        harness_process.write_config(self.config_file, config,
+                                     join_lists=True)
 
     def migrate(self):
         """Nothing: the NovaFixture made nova's databases."""

@@ -45,6 +45,10 @@ class HarnessError(Exception):
     """The harness could not bring Ironic to the requested state."""
 
 
+#: Prefix of the lines the harness writes into a service's log.
+MARKER = '--- harness: '
+
+
 # Ports handed out by free_port(), with the lock file that reserves each
 # one for the life of this process.
 _RESERVED_PORTS = {}
@@ -243,8 +247,8 @@ class Service(object):
             raise HarnessError('%s is already running' % self.name)
         with open(self.log_path, 'ab') as log:
             self.log_offset = log.tell()
-            log.write(('--- harness: starting %s: %s\n'
-                       % (self.name, ' '.join(self.argv))).encode())
+            log.write(('%sstarting %s: %s\n'
+                       % (MARKER, self.name, ' '.join(self.argv))).encode())
             log.flush()
             self.process = subprocess.Popen(
                 self.argv, stdin=subprocess.DEVNULL, stdout=log,
@@ -363,16 +367,27 @@ class Service(object):
         return code
 
 
-def write_config(path, sections):
+def write_config(path, sections, join_lists=False):
     """Write an INI file for oslo.config.
 
-    A list or tuple value is written as one line per item (the repeated
-    keys of a ``MultiStrOpt``); configparser cannot write those.
+    A ``None`` value is left out. A list or tuple value is written as one
+    line per item (the repeated keys of a ``MultiStrOpt``; configparser
+    cannot write those), or as one comma-separated value with
+    ``join_lists`` (a ``ListOpt``).
+
+    :param path: the file.
+    :param sections: ``{section: {option: value}}``.
+    :param join_lists: write lists comma-separated.
+    :returns: None
     """
     lines = []
     for section, options in sections.items():
         lines.append('[%s]' % section)
         for key, value in options.items():
+            if value is None:
+                continue
+            if isinstance(value, (list, tuple)) and join_lists:
+                value = ','.join(value)
             values = value if isinstance(value, (list, tuple)) else [value]
             for item in values:
                 if isinstance(item, bool):
@@ -382,6 +397,27 @@ def write_config(path, sections):
         lines.append('')
     with open(path, 'w') as stream:
         stream.write('\n'.join(lines))
+
+
+def run_logged(argv, log_path, env=None, timeout=600):
+    """Run a command to completion, its output appended to a log.
+
+    :param argv: the command line.
+    :param log_path: the log file.
+    :param env: the environment; the current one by default.
+    :param timeout: seconds allowed.
+    :returns: None
+    :raises: HarnessError when it fails.
+    """
+    with open(log_path, 'ab') as log:
+        log.write(('%s%s\n' % (MARKER, ' '.join(argv))).encode())
+        log.flush()
+        code = subprocess.call(argv, stdin=subprocess.DEVNULL, stdout=log,
+                               stderr=subprocess.STDOUT, env=env,
+                               timeout=timeout)
+    if code:
+        raise HarnessError('%s failed (%s): %s' % (
+            ' '.join(argv[:3]), code, tail(log_path)))
 
 
 def merge_config(base, extra):

@@ -67,8 +67,8 @@ from ironic_partition.db import api as db_api
 from ironic_partition import testing as harness
 from ironic_partition.testing import agents as agents_mod
 from ironic_partition.testing import db as harness_db
-from ironic_partition.testing import demo
 from ironic_partition.testing import observer as observer_mod
+from ironic_partition.testing import split as harness_split
 from ironic_partition.tests.functional import test_cli
 
 GROUP = 'rack1'
@@ -182,7 +182,7 @@ class FaultTestBase(test_cli.SharedIronic, base.BaseTestCase):
                         since.get(host, -1):
                     problems[:] = ['%s has not refreshed yet' % host]
                     return False
-            problems[:] = demo.check_split(
+            problems[:] = harness_split.check_split(
                 reports, self.nodes, {GROUP: list(members)},
                 self.instance_owner)
             return not problems
@@ -212,7 +212,7 @@ class FaultTestBase(test_cli.SharedIronic, base.BaseTestCase):
     def analyse(self):
         """Stop observing, check I1-I4, record the per-fault figures.
 
-        :returns: the :class:`~ironic_partition.testing.observer.Analysis`.
+        :returns: the :class:`~ironic_partition.testing.analysis.Analysis`.
         """
         result = self.observer.analyse()
         self.addDetail('observer', _text('\n'.join(

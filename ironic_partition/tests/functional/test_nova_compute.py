@@ -38,7 +38,9 @@ from ironic_partition.testing import glance as harness_glance
 from ironic_partition.testing import neutron as harness_neutron
 from ironic_partition.testing import nova as harness_nova
 from ironic_partition.testing import nova_api as harness_api
+from ironic_partition.testing import nova_compute as harness_nova_compute
 from ironic_partition.testing import novalane
+from ironic_partition.testing import process as harness_process
 from ironic_partition.testing import servers as harness_servers
 
 LOG = logging.getLogger(__name__)
@@ -255,7 +257,7 @@ class _Lane(base.BaseTestCase):
         os.makedirs(os.path.join(self.nova.workdir, host, 'instances'),
                     exist_ok=True)
         path = os.path.join(self.nova.workdir, 'refused-%s.conf' % host)
-        harness_nova._write_config(path, sections)
+        harness_process.write_config(path, sections, join_lists=True)
         log = sections['DEFAULT'].get('log_file')
 
         def logged():
@@ -557,7 +559,7 @@ class PartitionLaneTest(_Lane):
             new = self.nova._service(
                 'nova-compute-cn3-new',
                 ['nova-compute', '--config-file', old.config_file],
-                cls=harness_nova.Compute, host='cn3',
+                cls=harness_nova_compute.Compute, host='cn3',
                 config_file=old.config_file)
             new.start()
         finally:

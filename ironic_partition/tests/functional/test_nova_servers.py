@@ -42,6 +42,7 @@ from ironic_partition.testing import neutron as harness_neutron
 from ironic_partition.testing import nova as harness_nova
 from ironic_partition.testing import nova_api as harness_api
 from ironic_partition.testing import novalane
+from ironic_partition.testing import process as harness_process
 from ironic_partition.testing import servers as harness_servers
 from ironic_partition.tests.functional import test_nova_compute
 
@@ -337,8 +338,8 @@ class ServersLaneTest(test_nova_compute._Lane):
     def status_of(self, host):
         """``ironic-partition status`` with a compute's own nova.conf."""
         extra = os.path.join(self.nova.workdir, 'status-%s.conf' % host)
-        harness_nova._write_config(extra, {'ironic_partition': {
-            'host': host}})
+        harness_process.write_config(extra, {'ironic_partition': {
+            'host': host}}, join_lists=True)
         out = harness_cli.run_cli(
             '--config-file', self.nova.computes[host].config_file,
             '--config-file', extra, 'status', '--role', 'nova-compute',

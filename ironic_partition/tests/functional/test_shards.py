@@ -56,9 +56,9 @@ from ironic_partition import exception
 from ironic_partition import testing as harness
 from ironic_partition.testing import agents as agents_mod
 from ironic_partition.testing import compute_worker
-from ironic_partition.testing import demo
 from ironic_partition.testing import nova_env
 from ironic_partition.testing import observer as observer_mod
+from ironic_partition.testing import split as harness_split
 from ironic_partition.tests.functional import test_cli
 
 GROUPS = ['rack1', 'rack2']
@@ -364,7 +364,7 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
             self.addDetail('log-' + host, content.Content(
                 content.UTF8_TEXT,
                 lambda h=host: [agents[h].log().encode('utf-8')]))
-        # Every node of the shard, as demo.check_split wants them: the
+        # Every node of the shard, as split.check_split wants them: the
         # shard is the "group" the agents share.
         nodes = [{'uuid': u, 'conductor_group': 's1',
                   'instance': self.instance.get(u)} for u in shard_nodes]
@@ -379,7 +379,7 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
                     extra = set(report.get('managed', ())) - shard_nodes
                     if extra:
                         outside.append((host, sorted(extra)))
-                problems[:] = demo.check_split(
+                problems[:] = harness_split.check_split(
                     {h: reports.get(h) for h in members if h in reports},
                     nodes, {'s1': list(members)}, owner)
                 return not problems and not outside

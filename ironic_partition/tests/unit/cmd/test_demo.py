@@ -17,7 +17,7 @@
 import uuid
 
 from ironic_partition import hash_ring
-from ironic_partition.testing import demo
+from ironic_partition.testing import split as harness_split
 from ironic_partition.tests import base
 
 
@@ -42,7 +42,8 @@ class TestSplit(base.TestCase):
         return reports
 
     def test_expected_split_follows_the_ring_and_instances(self):
-        expected = demo.expected_split(self.nodes, self.members, self.owner)
+        expected = harness_split.expected_split(self.nodes, self.members,
+                                                self.owner)
         ring = hash_ring.HashRing(['a1', 'a2'])
         for node in self.nodes[2:20]:
             self.assertEqual(ring.get_node(node['uuid']),
@@ -53,34 +54,37 @@ class TestSplit(base.TestCase):
                                   for n in self.nodes[20:]})
 
     def test_exact_split_passes(self):
-        expected = demo.expected_split(self.nodes, self.members, self.owner)
-        self.assertEqual([], demo.check_split(
+        expected = harness_split.expected_split(self.nodes, self.members,
+                                                self.owner)
+        self.assertEqual([], harness_split.check_split(
             self.reports(expected), self.nodes, self.members, self.owner))
 
     def test_dead_owner_strands_its_instance_node(self):
         members = {'rack1': ['a1'], 'rack2': ['b1']}
-        expected = demo.expected_split(self.nodes, members, self.owner)
+        expected = harness_split.expected_split(self.nodes, members,
+                                                self.owner)
         self.assertIsNone(expected[self.nodes[1]['uuid']])
         reports = {'a1': {'ready': True, 'managed': [
             u for u, a in expected.items() if a == 'a1']
             + [self.nodes[1]['uuid']]},
             'b1': {'ready': True, 'managed': [
                 u for u, a in expected.items() if a == 'b1']}}
-        problems = demo.check_split(reports, self.nodes, members,
-                                    self.owner)
+        problems = harness_split.check_split(reports, self.nodes, members,
+                                             self.owner)
         self.assertEqual(1, len(problems))
         self.assertIn('instance owner is not live', problems[0])
 
     def test_double_missing_and_not_ready(self):
-        expected = demo.expected_split(self.nodes, self.members, self.owner)
+        expected = harness_split.expected_split(self.nodes, self.members,
+                                                self.owner)
         reports = self.reports(expected)
         moved = reports['a1']['managed'].pop()
         reports['b1']['managed'].append(self.nodes[25]['uuid'])
         reports['a2']['managed'].append(self.nodes[25]['uuid'])
         reports['b1']['ready'] = False
         reports['b1']['reason'] = 'Ironic down'
-        problems = demo.check_split(reports, self.nodes, self.members,
-                                    self.owner)
+        problems = harness_split.check_split(reports, self.nodes,
+                                             self.members, self.owner)
         self.assertIn('b1 is not ready: Ironic down', problems)
         self.assertIn('node %s should be managed by a1, not by nobody'
                       % moved, problems)
@@ -88,6 +92,6 @@ class TestSplit(base.TestCase):
                       % self.nodes[25]['uuid'], problems)
 
     def test_missing_report(self):
-        problems = demo.check_split({}, self.nodes, self.members,
-                                    self.owner)
+        problems = harness_split.check_split({}, self.nodes, self.members,
+                                             self.owner)
         self.assertIn('a1 has written no report', problems)

@@ -14,6 +14,7 @@
 
 """The fault tests' observer: how I2 gaps are measured."""
 
+from ironic_partition.testing import analysis
 from ironic_partition.testing import observer
 from ironic_partition.tests import base
 
@@ -21,34 +22,34 @@ from ironic_partition.tests import base
 class LongestFreeStretchTestCase(base.TestCase):
 
     def test_no_change_is_the_whole_gap(self):
-        self.assertEqual(30.0, observer._longest_free_stretch(
+        self.assertEqual(30.0, analysis.longest_free_stretch(
             10.0, 40.0, [], []))
 
     def test_a_change_restarts_the_clock(self):
         # A kill at 10, another agent paused at 25: I2 counts from 25.
-        self.assertEqual(20.0, observer._longest_free_stretch(
+        self.assertEqual(20.0, analysis.longest_free_stretch(
             10.0, 45.0, [5.0, 25.0, 50.0], []))
 
     def test_the_longest_part_wins(self):
-        self.assertEqual(12.0, observer._longest_free_stretch(
+        self.assertEqual(12.0, analysis.longest_free_stretch(
             0.0, 20.0, [12.0], []))
 
     def test_exempt_window_is_left_out(self):
         # No member could be live from 0 to 15 (database gone).
-        self.assertEqual(5.0, observer._longest_free_stretch(
+        self.assertEqual(5.0, analysis.longest_free_stretch(
             0.0, 20.0, [], [(0.0, 15.0, 'db down')]))
 
     def test_changes_at_the_edges_do_not_cut(self):
-        self.assertEqual(10.0, observer._longest_free_stretch(
+        self.assertEqual(10.0, analysis.longest_free_stretch(
             0.0, 10.0, [0.0, 10.0], []))
 
 
 class ProblemsTestCase(base.TestCase):
 
     def _analysis(self, *gaps):
-        result = observer.Analysis()
+        result = analysis.Analysis()
         result.bound = 40
-        result.gaps = [observer.Gap('node-%d' % i, 0.0, raw, raw, settled)
+        result.gaps = [analysis.Gap('node-%d' % i, 0.0, raw, raw, settled)
                        for i, (raw, settled) in enumerate(gaps)]
         return result
 
@@ -69,11 +70,11 @@ class ProblemsTestCase(base.TestCase):
 class MarginTestCase(base.TestCase):
 
     def test_handover_of_a_never_reported_node_has_no_margin(self):
-        result = observer.Analysis()
+        result = analysis.Analysis()
         result.handovers = [
-            observer.Handover('n1', 'a', 'b', 1.0, 2.0, None, None, 'ok',
+            analysis.Handover('n1', 'a', 'b', 1.0, 2.0, None, None, 'ok',
                               None, 'expiry'),
-            observer.Handover('n2', 'a', 'b', 1.0, 2.0, 0.5, 0.5, 'ok',
+            analysis.Handover('n2', 'a', 'b', 1.0, 2.0, 0.5, 0.5, 'ok',
                               0.5, 'expiry'),
         ]
         self.assertEqual(0.5, result.min_margin('expiry'))
