@@ -36,6 +36,7 @@ import threading
 from oslo_log import log as logging
 
 from ironic_partition import identity as identity_mod
+from ironic_partition import periodic
 
 LOG = logging.getLogger(__name__)
 
@@ -148,11 +149,11 @@ class LeaseTimer(object):
     def __init__(self, manager, database_errors):
         self._manager = manager
         self._errors = database_errors
-        self._stop = threading.Event()
-        #: The renewal thread, or None when stopped.
-        self.thread = None
-        self._gc_thread = None
+        self._renewals = periodic.Periodic('ironic-partition-leases',
+                                           self._renew, self._wait)
         self.gc = GarbageCollector(manager, database_errors)
+        self._collections = periodic.Periodic('ironic-partition-claims-gc',
+                                              self._collect, self.gc.wait)
         self._fence_listeners = []
         self._renew_listeners = []
 
@@ -183,37 +184,28 @@ class LeaseTimer(object):
         """
         self._renew_listeners.append(listener)
 
+    @property
+    def thread(self):
+        """The renewal thread, or None when stopped."""
+        return self._renewals.thread
+
     def start(self):
         """Start both threads, unless they run. Idempotent.
 
         :returns: None
         """
-        if self.thread is None or not self.thread.is_alive():
-            self._stop.clear()
-            self.thread = threading.Thread(
-                target=self._run, name='ironic-partition-leases',
-                daemon=True)
-            self.thread.start()
-        if self._gc_thread is None or not self._gc_thread.is_alive():
-            self._gc_thread = threading.Thread(
-                target=self._run_gc, name='ironic-partition-claims-gc',
-                daemon=True)
-            self._gc_thread.start()
+        self._renewals.start()
+        self._collections.start()
 
     def stop(self):
         """Stop both threads; wait for the renewal thread to end.
 
         :returns: None
         """
-        self._stop.set()
-        thread, self.thread = self.thread, None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(self._manager.renew_interval + 5)
-        gc_thread, self._gc_thread = self._gc_thread, None
-        if gc_thread is not None:
-            # NOTE(ironic-partition): a DELETE under way is not waited for
-            # long; it touches only rows nobody holds.
-            gc_thread.join(1)
+        self._renewals.stop(self._manager.renew_interval + 5)
+        # NOTE(ironic-partition): a DELETE under way is not waited for
+        # long; it touches only rows nobody holds.
+        self._collections.stop(1)
 
     def _wait(self):
         manager = self._manager
@@ -226,31 +218,24 @@ class LeaseTimer(object):
             wait = min(wait, until - now + 0.001)
         return max(0.01, wait)
 
-    def _run(self):
+    def _renew(self):
         manager = self._manager
-        while not self._stop.wait(self._wait()):
-            if identity_mod.process_exiting():
-                # NOTE(ironic-partition): see the heartbeat loop: a process
-                # that no longer serves lets its claims lapse.
-                LOG.warning('The main thread of this process ended: no '
-                            'more claim renewals for %s; the claims lapse '
-                            'after their lease', manager.host)
-                return
-            try:
-                if manager.owns_identity:
-                    self._beat()
-                was_fenced = manager.fenced()
-                renewed = (manager.valid_until is not None and
-                           manager.keepalive())
-                if manager.fenced() and not was_fenced:
-                    notify(self._fence_listeners, 'A fence')
-                elif renewed:
-                    notify(self._renew_listeners, 'A renewal')
-            except BaseException:
-                # NOTE(ironic-partition): keepalive() catches database
-                # errors; this only guards against bugs, so that the timer
-                # never dies silently.
-                LOG.exception('Unexpected error in the lease timer')
+        if identity_mod.process_exiting():
+            # NOTE(ironic-partition): see the heartbeat loop: a process
+            # that no longer serves lets its claims lapse.
+            LOG.warning('The main thread of this process ended: no '
+                        'more claim renewals for %s; the claims lapse '
+                        'after their lease', manager.host)
+            return False
+        if manager.owns_identity:
+            self._beat()
+        was_fenced = manager.fenced()
+        renewed = (manager.valid_until is not None and
+                   manager.keepalive())
+        if manager.fenced() and not was_fenced:
+            notify(self._fence_listeners, 'A fence')
+        elif renewed:
+            notify(self._renew_listeners, 'A renewal')
 
     def _beat(self):
         # NOTE(ironic-partition): no membership backend heartbeats this
@@ -271,14 +256,7 @@ class LeaseTimer(object):
             LOG.debug('Identity heartbeat of %(host)s failed: %(err)s',
                       {'host': manager.host, 'err': exc})
 
-    def _run_gc(self):
-        while not self._stop.wait(self.gc.wait()):
-            if identity_mod.process_exiting():
-                return
-            try:
-                self.gc.collect()
-            except BaseException:
-                # NOTE(ironic-partition): collect() catches database
-                # errors; this only guards against bugs.
-                LOG.exception('Unexpected error in the claims garbage '
-                              'collection')
+    def _collect(self):
+        if identity_mod.process_exiting():
+            return False
+        self.gc.collect()

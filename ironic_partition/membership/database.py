@@ -45,6 +45,7 @@ from ironic_partition.db import store as store_mod
 from ironic_partition import exception
 from ironic_partition import identity as identity_mod
 from ironic_partition.membership import base
+from ironic_partition import periodic
 
 LOG = logging.getLogger(__name__)
 
@@ -91,8 +92,8 @@ class DatabaseMembership(base.MembershipBackend):
                         {'hb': self.heartbeat_interval,
                          'down': self.service_down_time})
         self._lock = threading.Lock()
-        self._stop_event = threading.Event()
-        self._thread = None
+        self._heartbeats = periodic.Periodic('ironic-partition-heartbeat',
+                                             self._beat, self._next_delay)
         self._snapshot = None
         self._members_stale = False
         self._health = health.Health()
@@ -124,7 +125,8 @@ class DatabaseMembership(base.MembershipBackend):
             name (nothing is written); NothingToTakeOver.
         :returns: None
         """
-        if self._thread is not None and self._thread.is_alive():
+        thread = self._heartbeats.thread
+        if thread is not None and thread.is_alive():
             return
         try:
             self.store.db.check()
@@ -144,11 +146,7 @@ class DatabaseMembership(base.MembershipBackend):
                   'role': self.role, 'key': self.partition_key,
                   'shard': self.shard, 'hb': self.heartbeat_interval,
                   'down': self.service_down_time})
-        self._stop_event.clear()
-        self._thread = threading.Thread(
-            target=self._run, name='ironic-partition-heartbeat',
-            daemon=True)
-        self._thread.start()
+        self._heartbeats.start()
 
     def stop(self, leave=True, timeout=None):
         """Stop heartbeating and, by default, mark this service down at once.
@@ -163,11 +161,8 @@ class DatabaseMembership(base.MembershipBackend):
             the heartbeat interval.
         :returns: None
         """
-        self._stop_event.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(self.heartbeat_interval if timeout is None
-                        else timeout)
+        self._heartbeats.stop(self.heartbeat_interval if timeout is None
+                              else timeout)
         self.identity.release(leave=leave)
         if not leave:
             LOG.info('Stopped heartbeating as %(host)s (%(role)s) without '
@@ -195,25 +190,19 @@ class DatabaseMembership(base.MembershipBackend):
         # database that comes back all at the same instant.
         return backoff * random.uniform(0.5, 1.0)
 
-    def _run(self):
-        while not self._stop_event.wait(self._next_delay()):
-            if identity_mod.process_exiting():
-                # NOTE(ironic-partition): a process whose main thread
-                # ended (nova-compute after a failed SIGHUP restart, an
-                # interpreter waiting on a stuck non-daemon thread) serves
-                # nothing: let peers see it dead.
-                LOG.warning('The main thread of this process ended: no '
-                            'more heartbeats as %(host)s (%(role)s); peers '
-                            'see it dead after service_down_time',
-                            {'host': self.host, 'role': self.role})
-                return
-            try:
-                self.heartbeat()
-            except BaseException:
-                # NOTE(ironic-partition): heartbeat() catches everything
-                # already; this only guards against bugs, so that the
-                # thread never dies.
-                LOG.exception('Unexpected error in the heartbeat loop')
+    def _beat(self):
+        if identity_mod.process_exiting():
+            # NOTE(ironic-partition): a process whose main thread ended
+            # (nova-compute after a failed SIGHUP restart, an interpreter
+            # waiting on a stuck non-daemon thread) serves nothing: let
+            # peers see it dead.
+            LOG.warning('The main thread of this process ended: no more '
+                        'heartbeats as %(host)s (%(role)s); peers see it '
+                        'dead after service_down_time',
+                        {'host': self.host, 'role': self.role})
+            return False
+        # NOTE(ironic-partition): heartbeat() catches everything already.
+        self.heartbeat()
 
     def heartbeat(self):
         """Send one heartbeat now; never raises.
@@ -229,7 +218,7 @@ class DatabaseMembership(base.MembershipBackend):
         except exception.IdentityLost:
             # NOTE(ironic-partition): final: another incarnation holds the
             # host name; Identity.mark_lost logged it once.
-            self._stop_event.set()
+            self._heartbeats.stop(0)
             return False
         except Exception as exc:
             failures = self._health.failed(exc)
@@ -311,7 +300,8 @@ class DatabaseMembership(base.MembershipBackend):
                 'connection': self.store.masked_connection,
                 'dialect': self.store.dialect,
                 'schema_revision': self._revision,
-                'running': bool(self._thread and self._thread.is_alive()),
+                'running': bool(self._heartbeats.thread and
+                                self._heartbeats.thread.is_alive()),
                 'heartbeat_interval': self.heartbeat_interval,
                 'service_down_time': self.service_down_time,
                 'database_reachable': failures == 0,

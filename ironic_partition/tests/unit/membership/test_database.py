@@ -97,7 +97,7 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         logger = self.useFixture(fixtures.FakeLogger())
         b = self._backend()
         b.start()
-        thread = b._thread
+        thread = b._heartbeats.thread
         self.assertTrue(thread.is_alive())
         self.useFixture(fixtures.MonkeyPatch(
             'ironic_partition.identity.process_exiting', lambda: True))
