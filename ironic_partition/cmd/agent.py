@@ -238,7 +238,7 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
 
         :returns: None
         """
-        interval = self.conf.ironic_partition.refresh_interval
+        interval = self.partitioner.cadence.interval
         self.tg.add_timer_args(interval, self.refresh_once,
                                stop_on_exception=False)
 
@@ -395,7 +395,7 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
             'monotonic': time.monotonic(),
             'refresh_seconds': (round(self._last_seconds, 3)
                                 if self._last_seconds is not None else None),
-            'refresh_interval': self.conf.ironic_partition.refresh_interval,
+            'refresh_interval': self.partitioner.cadence.interval,
         }
         doc['claims'] = self.partitioner.status().get('claims')
         doc['change_feed_problem'] = self.partitioner.index.feed_problem
