@@ -29,6 +29,7 @@ import signal
 import subprocess
 import time
 
+import fixtures
 from oslotest import base
 from testtools import content
 
@@ -42,6 +43,8 @@ from ironic_partition.testing import nova_compute as harness_nova_compute
 from ironic_partition.testing import novalane
 from ironic_partition.testing import process as harness_process
 from ironic_partition.testing import servers as harness_servers
+from ironic_partition.testing import upstream
+from ironic_partition.tests.functional import test_upstream_fixes
 
 LOG = logging.getLogger(__name__)
 
@@ -417,12 +420,12 @@ class PartitionLaneTest(_Lane):
     # publishes hang, while the process stays alive.
     # nova's own ironic.IronicDriver does the same, so a group switch by
     # SIGHUP never reaches nova (a platform limit, documented in
-    # admin/nova-compute.rst). By default this test asserts that exact
-    # failure, and that our driver then stops proving it is alive (no
-    # more claim renewals: its nodes lapse instead of being held by a
-    # process that no longer serves). IRONIC_PARTITION_TEST_NOVA_STRICT=1
-    # asserts the group switch instead, for the day nova's SIGHUP works.
-    STRICT_SIGHUP = os.environ.get('IRONIC_PARTITION_TEST_NOVA_STRICT') == '1'
+    # admin/nova-compute.rst). This test asserts that exact failure, and
+    # that our driver then stops proving it is alive (no more claim
+    # renewals: its nodes lapse instead of being held by a process that
+    # no longer serves). The next test runs the computes with the fix we
+    # propose to oslo.service (contributor/upstream/oslo-service-sighup)
+    # and asserts the group switch.
 
     def test_h_sighup_switch_group(self):
         self.steady()
@@ -431,26 +434,47 @@ class PartitionLaneTest(_Lane):
         # Whatever the outcome, the next tests get the original settings
         # and fresh computes, as an operator restarts after such a change.
         self.addCleanup(self._fresh_computes)
-        self.nova.edit_compute_config('cn3', {'ironic': {
-            'partition_key': 'rack2', 'peer_list': 'cn3'}})
-        for host in ('cn1', 'cn2'):
-            self.nova.edit_compute_config(host, {'ironic': {
-                'peer_list': 'cn1,cn2'}})
+        self._edit_for_switch()
         for host in HOSTS:
             self.nova.sighup_compute(host)
-        if not self.STRICT_SIGHUP:
-            self._assert_sighup_ends_nova_compute(since)
-            return
+        self._assert_sighup_ends_nova_compute(since)
+
+    def test_h_sighup_switch_group_with_the_oslo_service_fix(self):
+        # The proposed oslo.service fix, in a copy of the installed
+        # release that only these computes import (PYTHONPATH).
+        fixed = upstream.patched_copy(
+            'oslo_service', test_upstream_fixes.OSLO_SERVICE_SIGHUP,
+            self.useFixture(fixtures.TempDir()).path)
+        type(self).switched = True
+        for host in HOSTS:
+            compute = self.nova.computes[host]
+            self.addCleanup(setattr, compute, 'env', compute.env)
+            compute.env = upstream.pythonpath(fixed, compute.env)
+        # Cleanups run last first: the release's computes come back after
+        # the environment is restored.
+        self.addCleanup(self._fresh_computes)
+        self._fresh_computes()
+        since = time.time()
+        self._edit_for_switch()
+        for host in HOSTS:
+            self.nova.sighup_compute(host)
+        for host in HOSTS:
+            self.wait_log(host, 'Caught SIGHUP, reloading the configuration',
+                          since, SLACK)
 
         def switched():
             rows = self.recorder.hosts_of()
             return (self.split_done(['cn1', 'cn2']) and
                     all(rows.get(n) == ['cn3'] for n in self.other))
         harness.wait_for(switched, self.takeover_bound() * 2,
-                         'cn3 to move to rack2', interval=0.5)
+                         'cn3 to move to rack2', interval=0.5,
+                         check=self.nova.check_services)
+        took = time.time() - since
         self.assert_no_double_hold(since=since)
         self.assert_no_damage()
-        # And back.
+        for host in HOSTS:
+            self.assertTrue(self.nova.computes[host].running(), host)
+        # And back, by SIGHUP again.
         back = time.time()
         for host in HOSTS:
             self.nova.edit_compute_config(host, {'ironic': {
@@ -459,6 +483,15 @@ class PartitionLaneTest(_Lane):
         self.steady()
         self.assert_no_double_hold(since=back)
         self.assert_no_damage()
+        self.addDetail('sighup-fixed', content.text_content(
+            'cn3 moved to rack2 %.1f s after SIGHUP' % took))
+
+    def _edit_for_switch(self):
+        self.nova.edit_compute_config('cn3', {'ironic': {
+            'partition_key': 'rack2', 'peer_list': 'cn3'}})
+        for host in ('cn1', 'cn2'):
+            self.nova.edit_compute_config(host, {'ironic': {
+                'peer_list': 'cn1,cn2'}})
 
     def _assert_sighup_ends_nova_compute(self, since):
         lines = []
