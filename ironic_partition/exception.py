@@ -116,6 +116,14 @@ class PartitionNotReady(IronicPartitionException):
 
     msg_fmt = _("The partition is not ready: %(reason)s")
 
+    @property
+    def kind(self):
+        """The kind of fault, a metrics label.
+
+        One of ironic, membership, claims, identity, stopped and other.
+        """
+        return self.kwargs.get('kind', 'other')
+
 
 class MembershipError(IronicPartitionException):
     """Base class of the membership errors."""

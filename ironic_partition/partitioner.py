@@ -34,9 +34,9 @@ the case when Ironic cannot be listed, the membership cannot be read (or
 has been unknown for longer than ``membership_stale_timeout``), the claim
 round cannot reach the database, this process lost its host name to
 another incarnation, or the partition key names a conductor group that no
-conductor and no node has. It never returns an empty, shorter or partial
-partition in place of an error. Only database and Ironic errors become
-"not ready": a programming error is raised as it is.
+conductor and no node has (the error's ``kind`` says which). It never
+returns an empty, shorter or partial partition in place of an error: only
+database and Ironic errors become "not ready", a bug is raised as it is.
 
 The claims themselves are renewed by a timer of their own
 (:meth:`~ironic_partition.claims.ClaimManager.start`), so a listing slower
@@ -270,8 +270,8 @@ class Partitioner(object):
                                                  peers,
                                                  **_shard_kwargs(settings))
         except claims_mod.DATABASE_ERRORS as e:
-            raise exception.PartitionNotReady(
-                reason='the membership cannot be read: %s' % e)
+            raise exception.PartitionNotReady(kind='membership', reason=(
+                'the membership cannot be read: %s' % e))
         if not membership.stale:
             self._stale_since = None
             return membership
@@ -284,7 +284,7 @@ class Partitioner(object):
             raise exception.PartitionNotReady(
                 reason='the membership source has been unreachable for '
                        '%d s ([ironic_partition] membership_stale_timeout '
-                       'is %d s)' % (age, timeout))
+                       'is %d s)' % (age, timeout), kind='membership')
         LOG.warning('Membership source unreachable for %(age)d s; using '
                     'the last known members %(members)s for up to '
                     '%(left)d s more',
@@ -296,7 +296,7 @@ class Partitioner(object):
         if self.identity is not None and self.identity.lost:
             raise exception.PartitionNotReady(
                 reason='this process lost host %s to another process: %s'
-                % (self.identity.host, self.identity.lost))
+                % (self.identity.host, self.identity.lost), kind='identity')
 
     def _list(self, settings, my_instances):
         """The partition's nodes, plus the nodes of our instances outside.
@@ -337,7 +337,7 @@ class Partitioner(object):
                 nodes.extend(n for n in found if n.id not in listed)
         except (exception.IronicUnavailable,
                 exception.IronicRequestError) as e:
-            raise exception.PartitionNotReady(reason=e)
+            raise exception.PartitionNotReady(reason=e, kind='ironic')
         return nodes, mine, update, extra, len(ask)
 
     def _owners(self, ring, node_ids):
@@ -368,7 +368,7 @@ class Partitioner(object):
                        'that no Ironic conductor serves and no node is in '
                        '(known groups: %s); check the spelling'
                        % (key, ', '.join(repr(g) for g in sorted(groups))
-                          or 'none'))
+                          or 'none'), kind='ironic')
 
     def refresh(self, my_instances=(), instance_hosts=None):
         """Compute the partition now.
@@ -404,7 +404,8 @@ class Partitioner(object):
                 self._check_identity()
                 raise exception.PartitionNotReady(
                     reason='cannot prove which nodes this service holds: '
-                           'the claim round failed (%s)' % outcome.error)
+                           'the claim round failed (%s)' % outcome.error,
+                    kind='claims')
             managed = frozenset(ownership.managed)
             by_id = {n.id: n for n in nodes if n.id in managed}
             previous = (frozenset(self.last_result.nodes)

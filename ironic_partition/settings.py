@@ -108,6 +108,9 @@ class Settings:
     change_feed_overlap: int = _DEFAULTS['change_feed_overlap']
     hand_over_on_stop: typing.Optional[bool] = _DEFAULTS['hand_over_on_stop']
     allocation_timeout: int = _DEFAULTS['allocation_timeout']
+    #: None: no metrics served.
+    metrics_port: typing.Optional[int] = _DEFAULTS['metrics_port']
+    metrics_host: str = _DEFAULTS['metrics_host']
     #: None only for :func:`for_tests` settings without a ``conf``.
     database: typing.Optional[DatabaseSettings] = None
 
@@ -242,6 +245,8 @@ def from_conf(conf, cadence=None, partition=None, lenient=False):
         change_feed_overlap=group.change_feed_overlap,
         hand_over_on_stop=group.hand_over_on_stop,
         allocation_timeout=group.allocation_timeout,
+        metrics_port=group.metrics_port,
+        metrics_host=group.metrics_host,
         database=database_settings(conf))
 
 

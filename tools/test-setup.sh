@@ -138,6 +138,26 @@ if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
     apt_install faketime
 fi
 
+# Prometheus and promtool, for the metrics tests (a server of the test's
+# own scrapes the nova lane's computes; promtool checks the example alert
+# rules). Debian's package, without starting its system service: the
+# tests start servers of their own.
+if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null
+then
+    need_root Prometheus
+    policy=/usr/sbin/policy-rc.d
+    added_policy=
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' > "$policy"
+        chmod +x "$policy"
+        added_policy=1
+    fi
+    apt_install --no-install-recommends prometheus
+    if [ -n "$added_policy" ]; then
+        rm -f "$policy"
+    fi
+fi
+
 echo "PostgreSQL 127.0.0.1:5432, MariaDB 127.0.0.1:3306 (both with the" \
-    "user $CITEST) and RabbitMQ 127.0.0.1:5672 are up; libfaketime is" \
-    "installed."
+    "user $CITEST) and RabbitMQ 127.0.0.1:5672 are up; libfaketime and" \
+    "Prometheus are installed."

@@ -228,6 +228,25 @@ opts = [
                'reservation fails with a timeout error. Ironic usually '
                'answers in well under a second; it retries locked nodes '
                'for [conductor] node_locked_retry_attempts x '
-               'node_locked_retry_interval seconds. Read at each '
-               'reservation.')),
+               'node_locked_retry_interval seconds. Applied at start and '
+               'on SIGHUP.')),
+    cfg.PortOpt(
+        'metrics_port',
+        help=_('Serve this service\'s state as Prometheus metrics on '
+               'http://<metrics_host>:<metrics_port>/metrics (the nova '
+               'driver inside nova-compute, "ironic-partition serve"). '
+               'Unset: no metrics are served. 0 takes a free port (tests). '
+               'A port that cannot be bound (the previous process of a '
+               'takeover still holds it) is logged as an ERROR and tried '
+               'again at each refresh; the service runs on. See the admin '
+               'guide\'s metrics page for the series and example alert '
+               'rules.')),
+    cfg.HostAddressOpt(
+        'metrics_host',
+        default='127.0.0.1',
+        help=_('The address the metrics are served on, when metrics_port '
+               'is set. The metrics tell which nodes and claims a service '
+               'holds, not secrets, but the endpoint has no '
+               'authentication: listen on an address only the Prometheus '
+               'server reaches.')),
 ]

@@ -82,22 +82,6 @@ NOVA_DEFAULT_CADENCE = {
     'service_down_time': None,
 }
 
-#: The loggers whose debug lines the lane parses: every node a
-#: resource-tracker run reports ("Final resource view: name=<node>") and
-#: the start of every periodic run.
-_DEBUG_LOGGERS = ('nova.compute.resource_tracker=DEBUG',
-                  'oslo_service.periodic_task=DEBUG')
-
-_NOVA_DEFAULT_LOG_LEVELS = (
-    'amqp=WARN', 'amqplib=WARN', 'boto=WARN', 'qpid=WARN',
-    'sqlalchemy=WARN', 'suds=INFO', 'oslo.messaging=INFO',
-    'oslo_messaging=INFO', 'iso8601=WARN',
-    'requests.packages.urllib3.connectionpool=WARN', 'urllib3=WARN',
-    'keystoneauth=WARN', 'keystoneauth1=WARN', 'openstack=WARN',
-    'stevedore=WARN', 'taskflow=WARN', 'keystoneauth1.session=WARN',
-    'oslo_policy=INFO', 'dogpile.core.dogpile=INFO', 'glanceclient=WARN',
-    'oslo.privsep.daemon=INFO')
-
 
 class NovaFixture(fixtures.Fixture):
     """placement, nova-conductor and nova-compute services, torn down.
@@ -127,6 +111,8 @@ class NovaFixture(fixtures.Fixture):
         server's ports when deleting it
         (:class:`~ironic_partition.testing.neutron.NeutronFixture`).
     :param placement_threads: placement's gunicorn threads (8).
+    :param metrics: give each compute a ``[ironic_partition] metrics_port``
+        of its own, kept across restarts (:attr:`metrics_ports`).
     """
 
     def __init__(self, ironic_endpoint, hosts, partition_key=None,
@@ -135,8 +121,12 @@ class NovaFixture(fixtures.Fixture):
                  membership_backend='postgresql', extra_config=None,
                  workdir=None, start_timeout=180, start_computes=True,
                  keep_workdir=False, glance_endpoint=None,
-                 neutron_endpoint=None, placement_threads=None):
+                 neutron_endpoint=None, placement_threads=None,
+                 metrics=False):
         super().__init__()
+        self.metrics = metrics
+        #: host -> the port its metrics are served on.
+        self.metrics_ports = {}
         self.placement_threads = placement_threads or 8
         self.glance_endpoint = glance_endpoint
         self.neutron_endpoint = neutron_endpoint
@@ -259,8 +249,9 @@ class NovaFixture(fixtures.Fixture):
                 'state_path': self.workdir,
                 'debug': False,
                 'use_stderr': True,
-                'default_log_levels': list(_NOVA_DEFAULT_LOG_LEVELS) +
-                list(_DEBUG_LOGGERS),
+                'default_log_levels': (
+                    list(nova_compute.NOVA_DEFAULT_LOG_LEVELS) +
+                    list(nova_compute.DEBUG_LOGGERS)),
                 'report_interval': cadence.get('report_interval'),
                 'service_down_time': cadence.get('service_down_time'),
                 'periodic_fuzzy_delay': cadence.get('periodic_fuzzy_delay'),
@@ -356,6 +347,9 @@ class NovaFixture(fixtures.Fixture):
             'refresh_interval': self.cadence.get(
                 'update_resources_interval'),
         }
+        if self.metrics:
+            partition['metrics_port'] = self.metrics_ports.setdefault(
+                host, harness_process.free_port())
         partition.update(self.partition_options)
         config['ironic_partition'] = partition
         config['ironic_partition_database'] = {

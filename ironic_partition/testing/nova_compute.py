@@ -28,6 +28,24 @@ from ironic_partition.testing import process as harness_process
 MARKER = harness_process.MARKER
 """Prefix of the lines the fixture writes into a compute's log."""
 
+#: The loggers whose debug lines the lane parses: every node a
+#: resource-tracker run reports ("Final resource view: name=<node>") and
+#: the start of every periodic run.
+DEBUG_LOGGERS = ('nova.compute.resource_tracker=DEBUG',
+                 'oslo_service.periodic_task=DEBUG')
+
+#: nova's own default log levels, which a ``default_log_levels`` option
+#: replaces rather than extends.
+NOVA_DEFAULT_LOG_LEVELS = (
+    'amqp=WARN', 'amqplib=WARN', 'boto=WARN', 'qpid=WARN',
+    'sqlalchemy=WARN', 'suds=INFO', 'oslo.messaging=INFO',
+    'oslo_messaging=INFO', 'iso8601=WARN',
+    'requests.packages.urllib3.connectionpool=WARN', 'urllib3=WARN',
+    'keystoneauth=WARN', 'keystoneauth1=WARN', 'openstack=WARN',
+    'stevedore=WARN', 'taskflow=WARN', 'keystoneauth1.session=WARN',
+    'oslo_policy=INFO', 'dogpile.core.dogpile=INFO', 'glanceclient=WARN',
+    'oslo.privsep.daemon=INFO')
+
 
 class Compute(harness_process.Service):
     """One ``nova-compute`` process, with its own host name and config.

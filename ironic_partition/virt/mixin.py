@@ -42,6 +42,7 @@ from oslo_log import log as logging
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
+from ironic_partition import metrics
 from ironic_partition import partitioner
 from ironic_partition import settings as settings_mod
 
@@ -128,6 +129,12 @@ class PartitionMixin(object):
         self.partitioner = partitioner.Partitioner(
             settings, client, membership,
             allow_local_database=self.partition_allow_local_database)
+        #: This service's :class:`~ironic_partition.metrics.Metrics`;
+        #: served once the partition starts, when ``metrics_port`` is set.
+        self.partition_metrics = metrics.Metrics()
+        self.partition_metrics.use(settings, self.partitioner.claims)
+        self.partitioner.add_fence_listener(
+            self.partition_metrics.fenced_now)
         #: The node cache: node UUID -> slim node record.
         self.partition_nodes = {}
         self._partition_started = False
@@ -156,10 +163,15 @@ class PartitionMixin(object):
             if self._partition_stopped:
                 raise exception.PartitionNotReady(
                     reason='this service stopped its partition (it is '
-                           'shutting down)')
+                           'shutting down)', kind='stopped')
             if not self._partition_started:
-                self.partition_membership.start()
-                self.partitioner.start()
+                self._partition_serve_metrics()
+                try:
+                    self.partition_membership.start()
+                    self.partitioner.start()
+                except exception.DuplicateService:
+                    self.partition_metrics.duplicate_refused()
+                    raise
                 self._partition_started = True
 
     def partition_stop(self):
@@ -190,6 +202,26 @@ class PartitionMixin(object):
                     self.partition_membership.stop(leave=hand_over)
                 except Exception:
                     LOG.exception('Stopping the membership backend failed')
+                self.partition_metrics.stop()
+
+    def _partition_serve_metrics(self):
+        settings = self.partitioner.settings
+        if settings.metrics_port is not None:
+            self.partition_metrics.serve(settings.metrics_host,
+                                         settings.metrics_port)
+
+    def partition_refuse(self, error):
+        """Record that this refresh reports no node list; the error to raise.
+
+        Every path of a driver that reports "not ready" goes through here,
+        so that the metrics say so and why.
+
+        :param error: the :class:`~ironic_partition.exception.
+            PartitionNotReady`, or the error the driver is not ready for.
+        :returns: what :meth:`partition_not_ready` makes of it.
+        """
+        self.partition_metrics.not_ready(error)
+        return self.partition_not_ready(error)
 
     def partition_not_ready(self, error):
         """Turn a not-ready partition into the driver's own error.
@@ -216,16 +248,18 @@ class PartitionMixin(object):
         """
         try:
             self.partition_start()
+            self._partition_serve_metrics()
             result = self.partitioner.refresh(my_instances=my_instances,
                                               instance_hosts=instance_hosts)
         except exception.PartitionNotReady as e:
             LOG.warning('Not reporting any node list this time (the last '
                         'good one had %(count)d nodes): %(err)s',
                         {'count': len(self.partition_nodes), 'err': e})
-            raise self.partition_not_ready(e) from e
+            raise self.partition_refuse(e) from e
         # NOTE(ironic-partition): the result's own dict, not a copy: the
         # records are read-only and a result is never changed.
         self.partition_nodes = result.nodes
+        self.partition_metrics.refreshed(result)
         return result
 
     def partition_reload(self):
@@ -243,6 +277,8 @@ class PartitionMixin(object):
         if not self.partitioner.reload_settings(
                 self.partition_read_settings):
             return False
+        self.partition_metrics.use(self.partitioner.settings,
+                                   self.partitioner.claims)
         self.partition_nodes = {}
         self.partition_cache_cleared()
         return True

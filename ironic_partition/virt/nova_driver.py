@@ -381,13 +381,13 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             # NOTE(ironic-partition): fail closed: alone is not proven.
             LOG.warning('Not reporting any node list this time: could not '
                         'ask nova which Ironic computes are up: %s', e)
-            raise self.partition_not_ready(e) from e
+            raise self.partition_refuse(e) from e
         if error is not None:
             LOG.error('Not reporting any node list: %s', error)
-            raise self.partition_not_ready(error)
+            raise self.partition_refuse(error)
         error = self._partition_join()
         if error is not None:
-            raise self.partition_not_ready(error)
+            raise self.partition_refuse(error)
         try:
             result = self.partition_refresh(self._my_instances(ctxt))
         except nova_exception.VirtDriverNotReady:

@@ -42,6 +42,7 @@ from ironic_partition.testing import nova_api as harness_api
 from ironic_partition.testing import nova_compute as harness_nova_compute
 from ironic_partition.testing import novalane
 from ironic_partition.testing import process as harness_process
+from ironic_partition.testing import prometheus as harness_prometheus
 from ironic_partition.testing import servers as harness_servers
 from ironic_partition.testing import upstream
 from ironic_partition.tests.functional import test_upstream_fixes
@@ -51,6 +52,12 @@ LOG = logging.getLogger(__name__)
 HOSTS = ['cn1', 'cn2', 'cn3']
 NODES = 36
 GROUPS = ['rack1', 'rack1', 'rack2']
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+#: The example alert rules the docs ship.
+ALERT_RULES = os.path.join(ROOT, 'etc', 'ironic-partition', 'prometheus',
+                           'ironic-partition-alerts.yaml')
 
 #: Extra seconds on every bound: a resource-tracker run over a dozen
 #: nodes takes a few seconds on two loaded cores.
@@ -70,6 +77,9 @@ class _Lane(base.BaseTestCase):
     PARTITION_KEY = 'rack1'
     #: ``{section: {option: value}}`` for every compute (None unsets).
     EXTRA_CONFIG = None
+    #: Serve each compute's metrics to a real Prometheus server
+    #: (``prometheus``), with the example alert rules loaded.
+    METRICS = False
 
     @classmethod
     def setUpClass(cls):
@@ -101,8 +111,15 @@ class _Lane(base.BaseTestCase):
                 partition_key=cls.PARTITION_KEY, cadence=cls.CADENCE,
                 db_backend='postgresql' if cls.SERVERS else 'mysql',
                 partition_options=cls.PARTITION_OPTIONS,
-                extra_config=cls.EXTRA_CONFIG, **endpoints)
+                extra_config=cls.EXTRA_CONFIG, metrics=cls.METRICS,
+                **endpoints)
             cls.nova.setUp()
+            if cls.METRICS:
+                cls.prometheus = harness_prometheus.PrometheusFixture(
+                    ['127.0.0.1:%d' % port for _host, port in
+                     sorted(cls.nova.metrics_ports.items())],
+                    rule_files=[ALERT_RULES])
+                cls.prometheus.setUp()
             if cls.SERVERS:
                 cls.api = harness_api.NovaAPIFixture(cls.nova, cls.glance)
                 cls.api.setUp()
@@ -125,7 +142,8 @@ class _Lane(base.BaseTestCase):
                 getattr(cls, name).stop()
         if getattr(cls, 'records', None) is not None:
             cls.records.close()
-        for name in ('api', 'nova', 'neutron', 'glance', 'ironic'):
+        for name in ('prometheus', 'api', 'nova', 'neutron', 'glance',
+                     'ironic'):
             fixture = getattr(cls, name, None)
             if fixture is not None:
                 try:
@@ -300,6 +318,8 @@ class _Lane(base.BaseTestCase):
 class PartitionLaneTest(_Lane):
     """Our driver, a short cadence: nova's periodic every 4 s."""
 
+    METRICS = True
+
     def test_a_steady_state(self):
         took = self.steady()
         LOG.info('Complete report %.1f s after the class started',
@@ -382,7 +402,7 @@ class PartitionLaneTest(_Lane):
             for start, end, _hosts in spans:
                 self.assertLess(end - start, SLACK)
 
-    def _cut_and_back(self, cut, restore, what):
+    def _cut_and_back(self, cut, restore, what, during=None, after=None):
         self.steady()
         since = time.time()
         cut()
@@ -392,10 +412,14 @@ class PartitionLaneTest(_Lane):
             for host in HOSTS:
                 self.wait_log(host, 'Virt driver is not ready', since,
                               bound)
+            if during is not None:
+                during()
         finally:
             restore()
         back = time.time()
         took = self.wait_split(HOSTS, self.takeover_bound() * 2)
+        if after is not None:
+            after()
         self.addDetail(what, content.text_content(
             'not ready on every compute, split back %.1f s after restore'
             % took))
@@ -405,7 +429,50 @@ class PartitionLaneTest(_Lane):
 
     def test_f_membership_database_cut(self):
         proxy = self.nova.membership_proxy
-        self._cut_and_back(proxy.cut, proxy.restore, 'membership-cut')
+        self._cut_and_back(proxy.cut, proxy.restore, 'membership-cut',
+                           during=self._prometheus_sees_not_ready,
+                           after=self._prometheus_sees_ready)
+
+    def _prometheus_sees_not_ready(self):
+        # What the operator's Prometheus shows: every compute not ready,
+        # why, and the example alert pending.
+        def every(expr, want):
+            found = self.prometheus.values(expr, 'host')
+            return set(found) == set(HOSTS) and all(
+                v == want for v in found.values())
+        harness.wait_for(lambda: every('ironic_partition_ready', 0),
+                         SLACK, 'Prometheus to see every compute not ready',
+                         interval=0.5)
+        reasons = {dict(labels)['reason'] for labels in self.prometheus.query(
+            'ironic_partition_not_ready_reason == 1')}
+        self.assertTrue(reasons)
+        self.assertLessEqual(reasons, {'membership', 'claims'})
+        harness.wait_for(
+            lambda: every('ALERTS{alertname="IronicPartitionNotReady",'
+                          'alertstate="pending"}', 1),
+            SLACK, 'the IronicPartitionNotReady alert to be pending',
+            interval=0.5)
+        self.addDetail('prometheus-not-ready', content.text_content(
+            'not ready on %s, reasons %s, alert pending' % (
+                ', '.join(HOSTS), ', '.join(sorted(reasons)))))
+
+    def _prometheus_sees_ready(self):
+        def ready():
+            found = self.prometheus.values('ironic_partition_ready', 'host')
+            return set(found) == set(HOSTS) and all(found.values())
+        harness.wait_for(ready, SLACK, 'Prometheus to see every compute '
+                         'ready again', interval=0.5)
+        if not self.switched:
+            reported = self.prometheus.query(
+                'sum(ironic_partition_nodes_reported'
+                '{conductor_group="rack1"})')
+            self.assertEqual([float(len(self.group))],
+                             list(reported.values()))
+        harness.wait_for(
+            lambda: not self.prometheus.query(
+                'ALERTS{alertname="IronicPartitionNotReady"}'),
+            SLACK, 'the IronicPartitionNotReady alert to clear',
+            interval=0.5)
 
     def test_g_ironic_unreachable(self):
         self._cut_and_back(self.ironic.stop_api, self.ironic.start_api,

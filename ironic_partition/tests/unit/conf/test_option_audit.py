@@ -89,6 +89,13 @@ AUDITED = {
     ('ironic_partition', 'allocation_timeout'): [
         _U + 'test_allocations.TestFailures.'
         'test_timeout_deletes_the_allocation'],
+    ('ironic_partition', 'metrics_port'): [
+        _U + 'test_metrics.TestDriverMetrics.'
+        'test_metrics_port_and_host_serve_the_metrics',
+        _U + 'test_metrics.TestDriverMetrics.test_stop_closes_the_port'],
+    ('ironic_partition', 'metrics_host'): [
+        _U + 'test_metrics.TestDriverMetrics.'
+        'test_metrics_port_and_host_serve_the_metrics'],
     ('ironic', 'partition_key'): [
         _U + 'conf.test_conf.TestPartitionKey.test_mixed_case_is_lowered'],
     ('ironic', 'conductor_group'): [
