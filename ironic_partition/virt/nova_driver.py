@@ -482,10 +482,11 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         return nova_exception.VirtDriverNotReady(
             message='Virt driver is not ready: %s' % error)
 
-    def partition_cache_cleared(self):
-        """Drop nova's node cache with ours after a settings change.
-
-        :returns: None
-        """
-        self.node_cache = {}
-        self.node_cache_time = 0
+    # NOTE(ironic-partition): after a settings change (SIGHUP) nova's node
+    # cache is left to the next resource-tracker run, as nova's own driver
+    # leaves it between runs: emptying it made nova's other callers
+    # (list_instances, node_is_available, get_info) refresh off-cycle, and
+    # a refresh between two runs advanced the deferred release of the
+    # claims by one run, handing a node to a peer while this compute's
+    # last run still reported it. get_available_resource and
+    # prepare_for_spawn check the claim at each call (may_report).
