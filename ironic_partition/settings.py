@@ -70,11 +70,6 @@ class DatabaseSettings:
         """
         return db_api.Connection(self.connection, **dict(self.engine))
 
-    @property
-    def masked_connection(self):
-        """The connection URL, password masked, for messages."""
-        return _urls.mask(self.connection)
-
 
 @dataclasses.dataclass(frozen=True)
 class Settings:

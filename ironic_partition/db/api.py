@@ -52,9 +52,6 @@ from ironic_partition import exception
 
 LOG = logging.getLogger(__name__)
 
-#: The option group of the connection, for messages.
-GROUP = 'ironic_partition_database'
-
 
 def engine_kwargs(group):
     """Map the oslo.db options of a group to ``enginefacade`` arguments.
