@@ -18,6 +18,7 @@ extensions = [
     'sphinx.ext.autodoc',
     'oslo_config.sphinxext',
     'oslo_config.sphinxconfiggen',
+    'cliff.sphinxext',
     'openstackdocstheme',
 ]
 

@@ -12,23 +12,11 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The command-line arguments several subcommands share."""
+"""The command-line arguments several commands share."""
 
 from ironic_partition._i18n import _
 from ironic_partition import instance_owners
 from ironic_partition.membership import base as membership_base
-
-
-def add_format_argument(parser):
-    """Add ``--format {table,json}`` to a subcommand.
-
-    :param parser: an argparse parser.
-    :returns: None
-    """
-    parser.add_argument(
-        '--format', choices=('table', 'json'), default='table',
-        help=_('Output format: aligned tables for people (default) or '
-               'JSON for scripts.'))
 
 
 def add_role_argument(parser, default):

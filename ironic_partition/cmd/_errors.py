@@ -31,7 +31,7 @@ from ironic_partition import exception
 
 #: Success; ``check`` found no problem.
 EXIT_OK = 0
-#: ``check`` found at least one problem (one line each).
+#: ``check`` found at least one problem (one row each).
 EXIT_PROBLEMS = 1
 #: The command line is wrong (argparse's own code).
 EXIT_USAGE = 2
@@ -56,7 +56,7 @@ EXIT_INTERRUPTED = 130
 #: Exit codes and their meaning, for ``--help`` and the docs.
 EXIT_CODES = (
     (EXIT_OK, _('success (check: no problem found)')),
-    (EXIT_PROBLEMS, _('check found problems, one line each')),
+    (EXIT_PROBLEMS, _('check found problems, one row each')),
     (EXIT_USAGE, _('invalid command line')),
     (EXIT_CONFIG, _('invalid configuration (file, value, peer_list, '
                     'unknown conductor group, plugin name)')),
@@ -77,13 +77,15 @@ _LOCATION_RE = re.compile(
     r"from LocationInfo\(location=<[^>]*>, detail='([^']*)'\)")
 
 
-def exit_codes_epilog():
+def exit_codes_epilog(extra=()):
     """Describe the exit codes, for an argparse epilog.
 
+    :param extra: more ``(code, text)`` pairs, for a command's own codes.
     :returns: a string.
     """
+    codes = sorted(tuple(EXIT_CODES) + tuple(extra))
     return _('exit codes: ') + '; '.join(
-        '%d %s' % (code, text) for code, text in EXIT_CODES)
+        '%d %s' % (code, text) for code, text in codes)
 
 
 def one_line(text):

@@ -12,90 +12,20 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""What the CLI prints: tables, fields, JSON, and progress on a terminal.
+"""How the commands show values for people, and progress on a terminal.
 
-Nothing here decides anything: the subcommands compute a document, then
-render it with these helpers as aligned text (:func:`format_table`,
-:func:`format_fields`) or JSON (:func:`emit_json`). :class:`Progress`
-shows what a long run is doing on stderr, only when it is a terminal.
+Tables, JSON, YAML, CSV and values are cliff's formatters; what is left
+here: how a partition key and a shard read (:func:`show_key`,
+:func:`show_shard`), percentages, and :class:`Progress`, which shows what
+a long run is doing on stderr, only when it is a terminal.
 """
 
 import contextlib
-import json
 import sys
 import threading
 import time
 
 from ironic_partition._i18n import _
-
-
-def emit_json(data, out=None):
-    """Print a document as indented, key-sorted JSON.
-
-    :param data: a JSON-serialisable object.
-    :param out: the stream; ``sys.stdout`` by default.
-    :returns: None
-    """
-    out = out if out is not None else sys.stdout
-    json.dump(data, out, indent=2, sort_keys=True, default=str)
-    out.write('\n')
-
-
-def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def format_table(headers, rows, indent=''):
-    """Lay out rows as an aligned text table.
-
-    Numbers are right-aligned, everything else left-aligned; ``None`` is
-    shown as ``-``.
-
-    :param headers: the column titles.
-    :param rows: a list of sequences, one value per column.
-    :param indent: a prefix for every line.
-    :returns: a list of lines.
-    """
-    cells = [[('-' if v is None else str(v)) for v in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        for index, value in enumerate(row):
-            widths[index] = max(widths[index], len(value))
-    lines = [indent + '  '.join(h.ljust(w) for h, w in
-                                zip(headers, widths)).rstrip(),
-             indent + '  '.join('-' * w for w in widths)]
-    for raw, row in zip(rows, cells):
-        parts = []
-        for value, text, width in zip(raw, row, widths):
-            parts.append(text.rjust(width) if _is_number(value)
-                         else text.ljust(width))
-        lines.append(indent + '  '.join(parts).rstrip())
-    return lines
-
-
-def format_fields(pairs, indent=''):
-    """Lay out ``(name, value)`` pairs as two aligned columns.
-
-    :param pairs: a sequence of ``(name, value)``.
-    :param indent: a prefix for every line.
-    :returns: a list of lines.
-    """
-    width = max((len(name) for name, _value in pairs), default=0)
-    return ['%s%s  %s' % (indent, name.ljust(width),
-                          '-' if value is None else value)
-            for name, value in pairs]
-
-
-def write_lines(lines, out=None):
-    """Print lines.
-
-    :param lines: an iterable of strings without newlines.
-    :param out: the stream; ``sys.stdout`` by default.
-    :returns: None
-    """
-    out = out if out is not None else sys.stdout
-    for line in lines:
-        out.write(line + '\n')
 
 
 def show_key(key):

@@ -14,642 +14,77 @@
 
 """``ironic-partition check``: validate a configuration against the system.
 
-Prints one line per problem and exits with 1 when there is any (0
-otherwise). The checks:
-
-``config``
-    the options are valid and this host is in ``[ironic] peer_list``;
-``database``
-    the membership database is reachable and migrated;
-``ironic``
-    Ironic answers;
-``group``
-    the conductor group exists in Ironic and has alive conductors;
-``case``
-    config and Ironic agree on the case of names (partition_key against
-    Ironic's group, peer_list against this host's name): ironic-partition
-    ignores case, but nova's and Ironic's own code do not;
-``peers``
-    every peer has heartbeated at least once;
-``shards``
-    when shards are in use (``[ironic] shard`` is set, or nodes of the
-    group have one), warns about nodes of the group without a shard (no
-    service of a shard manages them), an empty configured shard, and
-    shard names with upper-case letters (Ironic lower-cases the names it
-    filters on).
-
-With ``--inspection-config IRONIC_CONF``, two read-only audits against
-the inspection hook's map (``[ironic_partition_inspection] map`` of that
-file) run too:
-
-``inspection-map``
-    nodes whose conductor group or shard differs from the map (enrolled
-    before the hook, by hand, or with an instance); warnings;
-``inspection-served``
-    nodes in a conductor group where no alive conductor serves their
-    hardware type; problems.
-
-With ``--compare-feed``:
-
-``feed``
-    the node index kept by Ironic's change feed equals a full listing of
-    the partition (a problem when not); a warning says why the feed
-    cannot be used, when it cannot (every refresh then lists in full).
-
-Peers that heartbeated but are dead now are reported as warnings: they do
-not change the exit code.
+One row per problem, warning, passed or skipped check (the checks are
+listed in :mod:`ironic_partition.cmd.checks`); exit code 1 when there is
+a problem, 0 otherwise. Peers that heartbeated but are dead now are
+warnings: they do not change the exit code.
 """
 
-import collections
-
-from oslo_config import cfg
-from oslo_log import log as logging
-
 from ironic_partition._i18n import _
-from ironic_partition.cmd import _args
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
-from ironic_partition import conductor_groups
-from ironic_partition import conf as ip_conf
-from ironic_partition.conf import ironic as ironic_conf
-from ironic_partition.conf import partition as partition_conf
-from ironic_partition import exception
-from ironic_partition.inspection import audit as inspection_audit
+from ironic_partition.cmd import base as base_cmd
+from ironic_partition.cmd import checks
 from ironic_partition.membership import base as membership_base
-from ironic_partition import node_index
-from ironic_partition import readonly
-from ironic_partition import settings as settings_mod
-
-LOG = logging.getLogger(__name__)
-
-#: One finding: ``check`` is the check's name, ``severity`` ``problem`` or
-#: ``warning``.
-Finding = collections.namedtuple('Finding', ['check', 'severity', 'message'])
-
-CHECKS = ('config', 'database', 'duplicates', 'ironic', 'group', 'case',
-          'peers', 'shards')
-
-#: The audits that ``--inspection-config`` adds.
-INSPECTION_CHECKS = ('inspection-map', 'inspection-served')
-
-#: The comparison that ``--compare-feed`` adds.
-FEED_CHECKS = ('feed',)
-
-#: The checks of the whole fleet that the upgrade check adds.
-FLEET_CHECKS = ('coverage', 'served')
-
-#: A resync interval no check waits for: its second refresh reads the
-#: change feed.
-_NEVER_RESYNC = 10 ** 9
 
 
-class _Report(object):
-    def __init__(self):
-        self.findings = []
-        self.passed = []
-        #: The services of the role in the membership database, when it
-        #: keeps them (the ``database`` backend), else None.
-        self.services = None
+def finding_rows(doc):
+    """One row per finding, then per passed and skipped check.
 
-    def problem(self, check, message):
-        self.findings.append(Finding(check, 'problem',
-                                     _errors.one_line(message)))
-
-    def warning(self, check, message):
-        self.findings.append(Finding(check, 'warning',
-                                     _errors.one_line(message)))
-
-    def ok(self, check):
-        if check not in self.passed and not any(
-                f.check == check and f.severity == 'problem'
-                for f in self.findings):
-            self.passed.append(check)
-
-    @property
-    def problems(self):
-        return [f for f in self.findings if f.severity == 'problem']
-
-
-def _lenient_settings(conf):
-    """Read what can be read of the settings when validation failed.
-
-    :param conf: the ``ConfigOpts``.
-    :returns: a :class:`~ironic_partition.settings.Settings` with what
-        could be read (key and peers may be None / empty).
+    :param doc: what :func:`~ironic_partition.cmd.checks.run_checks`
+        returned.
+    :returns: a list of dicts with ``check``, ``result`` and ``message``.
     """
-    try:
-        key = ip_conf.normalize_partition_key(_raw_partition_key(conf)[1])
-    except (exception.ConfigurationError, cfg.Error, ValueError):
-        key = None
-    try:
-        peers = ip_conf.normalize_peer_list(conf.ironic.peer_list)
-    except (exception.ConfigurationError, cfg.Error, ValueError):
-        peers = ()
-    try:
-        host = ip_conf.get_host(conf)
-    except (cfg.Error, ValueError):
-        host = None
-    try:
-        shard = ip_conf.normalize_shard(conf.ironic.shard)
-    except (exception.ConfigurationError, cfg.Error, ValueError):
-        shard = None
-    return settings_mod.from_conf(
-        conf, partition=ip_conf.PartitionSettings(key, peers, host, shard),
-        lenient=True)
+    rows = [dict(p, result=p['severity']) for p in doc['problems']]
+    rows += [dict(w, result=w['severity']) for w in doc['warnings']]
+    rows += [{'check': name, 'result': 'passed', 'message': None}
+             for name in doc['passed']]
+    rows += [{'check': name, 'result': 'skipped', 'message': None}
+             for name in doc['skipped']]
+    return rows
 
 
-def _raw_partition_key(conf):
-    group = conf[ironic_conf.GROUP]
-    for name in ('partition_key', 'conductor_group'):
-        try:
-            value = getattr(group, name)
-        except (cfg.NoSuchOptError, cfg.Error, ValueError):
-            continue
-        if value is not None:
-            return name, value
-    return None, None
+class Check(base_cmd.Lister):
+    """Validate the configuration against Ironic and the database.
 
+    One row per problem, warning, passed or skipped check.
 
-def _raw_host(conf):
-    host = conf.ironic_partition.host
-    if host:
-        return '[ironic_partition] host', host
-    if 'host' in conf and conf.host:
-        return '[DEFAULT] host', conf.host
-    return None, None
-
-
-def _check_config(conf, report):
-    try:
-        settings = settings_mod.from_conf(conf)
-    except (exception.ConfigurationError, cfg.Error, ValueError) as e:
-        report.problem('config', _errors.describe_error(e, conf))
-        return _lenient_settings(conf)
-    report.ok('config')
-    return settings
-
-
-def _check_database(conf, settings, role, report):
-    """Check the membership source; return its membership or None."""
-    if not settings.host:
-        return None
-    try:
-        backend = readonly.open_membership(settings, role)
-    except exception.IronicPartitionException as e:
-        report.problem('database', e)
-        return None
-    try:
-        membership = readonly.read_members(backend, settings)
-        db = getattr(getattr(backend, 'store', None), 'db', None)
-        if db is not None:
-            report.ok('database')
-            _check_duplicates(db, role, report)
-            report.services = db.services.services(
-                role, conf[partition_conf.GROUP].service_down_time).services
-    except exception.IronicPartitionException as e:
-        report.problem('database', e)
-        return None
-    finally:
-        readonly.close_membership(backend)
-    report.ok('database')
-    return membership
-
-
-def _check_duplicates(db, role, report):
-    """Report claims held by an incarnation that lost its host name.
-
-    Such claims belong to a process that another one with the same host
-    name replaced (a takeover), or that runs as a duplicate: they are
-    never renewed and expire within the lease.
+    Exits 1 when a check found a problem. Read-only.
     """
-    holders = {s.host: s.incarnation
-               for s in db.services.services(role, 0).services}
-    stray = {}
-    for claim in db.claims.read_claims(role).claims:
-        if (claim.valid and claim.incarnation is not None
-                and claim.owner is not None
-                and holders.get(claim.owner) != claim.incarnation):
-            stray.setdefault((claim.owner, claim.incarnation), 0)
-            stray[(claim.owner, claim.incarnation)] += 1
-    for (host, incarnation), count in sorted(stray.items()):
-        report.problem('duplicates', _(
-            'host %(host)s: %(n)d valid claims are held by incarnation '
-            '%(inc)s, which no longer holds the host name (now %(now)s): '
-            'a duplicate process with the same host name, or a takeover in '
-            'progress; they are never renewed and expire within '
-            '[ironic_partition] lease_time') % {
-                'host': host, 'n': count, 'inc': incarnation,
-                'now': holders.get(host) or _('nobody')})
-    if not stray:
-        report.ok('duplicates')
 
+    default_role = membership_base.ROLE_NOVA_COMPUTE
 
-def _check_ironic(conf, report):
-    client = settings_mod.ironic_client(conf)
-    try:
-        conductors = client.list_conductors()
-    except exception.IronicPartitionException as e:
-        report.problem('ironic', e)
-        return client, None
-    report.ok('ironic')
-    return client, conductors
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--inspection-config', metavar='IRONIC_CONF',
+            help=_('Also audit every node against the inspection hook\'s '
+                   'map, read from [ironic_partition_inspection] of this '
+                   'ironic-conductor configuration file: nodes whose group '
+                   'or shard differs from the map (warnings), and nodes in '
+                   'a group where no alive conductor serves their hardware '
+                   'type (problems). Read-only.'))
+        parser.add_argument(
+            '--compare-feed', action='store_true',
+            help=_('Also check Ironic\'s change feed: list the partition '
+                   'in full, read the feed as a refresh does, list in full '
+                   'again, and report any node on which they disagree (a '
+                   'problem), or why the feed cannot be used (a warning: '
+                   'every refresh then lists in full). Costs two full '
+                   'listings. Read-only.'))
+        return parser
 
-
-def _check_group(client, conductors, settings, report):
-    key = settings.partition_key
-    if key is None:
-        report.ok('group')
-        return
-    groups = conductor_groups.by_group(conductors)
-    if key not in groups:
-        report.problem('group', exception.UnknownConductorGroup(
-            group=key, endpoint=client.endpoint,
-            known=conductor_groups.known_text(groups)))
-        return
-    if not groups[key]['alive']:
-        report.problem('group', _(
-            'Conductor group %(group)s has no alive conductor (dead: '
-            '%(dead)s): Ironic manages none of its nodes. Start or repair '
-            'an ironic-conductor with [conductor] conductor_group = '
-            '%(group)s.') % {'group': _output.show_key(key),
-                             'dead': ', '.join(groups[key]['dead'])})
-        return
-    report.ok('group')
-
-
-def _check_case(conf, settings, conductors, report):
-    option, raw_key = _raw_partition_key(conf)
-    if raw_key is not None and raw_key != raw_key.lower():
-        where = (_('Ironic\'s conductor group %r') % raw_key.lower()
-                 if conductors is not None and raw_key.lower() in
-                 conductor_groups.by_group(conductors)
-                 else _('Ironic\'s lower-case group names'))
-        report.problem('case', _(
-            '[ironic] %(opt)s %(raw)r differs in case from %(where)s: '
-            'ironic-partition ignores case, but nova\'s and Ironic\'s own '
-            'code compare it as written. Write %(low)r.') % {
-                'opt': option, 'raw': raw_key, 'where': where,
-                'low': raw_key.lower()})
-    source, raw_host = _raw_host(conf)
-    try:
-        peers = list(conf.ironic.peer_list or ())
-    except (cfg.Error, ValueError):
-        peers = []
-    for peer in peers:
-        peer = peer.strip()
-        if raw_host and peer.lower() == raw_host.lower() and peer != raw_host:
-            report.problem('case', _(
-                '[ironic] peer_list entry %(peer)r differs in case from '
-                'this host\'s name %(host)r (%(src)s): ironic-partition '
-                'ignores case, but nova\'s own driver does not. Write it '
-                'as %(host)r.') % {
-                    'peer': peer, 'host': raw_host, 'src': source})
-        elif peer != peer.lower() and not (raw_host and peer.lower()
-                                           == raw_host.lower()):
-            report.warning('case', _(
-                '[ironic] peer_list entry %(peer)r is not lower case; '
-                'services register lower-cased names (%(low)r).') % {
-                    'peer': peer, 'low': peer.lower()})
-    report.ok('case')
-
-
-def _check_peers(settings, membership, report):
-    if membership is None:
-        return
-    for peer in sorted(membership.never_seen):
-        report.problem('peers', _(
-            'Peer %(peer)r in [ironic] peer_list has never heartbeated in '
-            'the membership database: it is not running, runs with another '
-            'membership database or role, or registers under another name '
-            '(check its [ironic_partition] host).') % {'peer': peer})
-    for peer in sorted(membership.dead):
-        report.warning('peers', _(
-            'Peer %(peer)r is not alive (no heartbeat within '
-            '[ironic_partition] service_down_time); its share of the '
-            'nodes is managed by the live peers until it returns.') % {
-                'peer': peer})
-    if membership.stale:
-        report.problem('peers', _('The membership source is unreachable; '
-                                  'only the last known members are '
-                                  'known.'))
-    report.ok('peers')
-
-
-def _check_inspection(client, conductors, path, report):
-    """Audit the nodes against the inspection hook's map (read-only)."""
-    try:
-        pmap, default_group = inspection_audit.load_map(path)
-    except (exception.IronicPartitionException, cfg.Error,
-            ValueError) as e:
-        report.problem('inspection-map', _(
-            'Cannot read the inspection map from %(path)s: %(err)s') % {
-                'path': path, 'err': _errors.describe_error(e)})
-        return
-    try:
-        nodes = client.list_node_dicts(
-            inspection_audit.NODE_FIELDS,
-            microversion=inspection_audit.MICROVERSION)
-    except exception.IronicPartitionException as e:
-        report.problem('inspection-map', e)
-        return
-    for finding in inspection_audit.audit(pmap, nodes, conductors,
-                                          default_group):
-        if finding.kind == 'served':
-            report.problem('inspection-served', finding.message)
-        else:
-            report.warning('inspection-map', finding.message)
-    report.ok('inspection-map')
-    report.ok('inspection-served')
-
-
-def _check_shards(client, settings, report):
-    """Warn about nodes a sharded deployment leaves out.
-
-    :param client: the Ironic client.
-    :param settings: the partition settings.
-    :param report: the :class:`_Report`.
-    :returns: None
-    """
-    key = settings.partition_key
-    try:
-        nodes = client.list_nodes(conductor_group=key,
-                                  fields=('uuid', 'shard'))
-    except exception.IronicPartitionException as e:
-        if settings.shard is not None:
-            report.problem('shards', e)
-        # NOTE(ironic-partition): without a shard configured, an Ironic
-        # older than API 1.82 (no shards at all) is no problem.
-        return
-    shards = collections.Counter(n.shard for n in nodes)
-    if settings.shard is None and not set(shards) - {None}:
-        report.ok('shards')
-        return
-    where = (_('the whole fleet') if key is None
-             else _('conductor group %s') % _output.show_key(key))
-    if shards[None]:
-        report.warning('shards', _(
-            '%(count)d of the %(total)d nodes of %(where)s have no shard: '
-            'no service with [ironic] shard set lists them, so no one '
-            'manages them unless a service without a shard does. Set '
-            'their shard (openstack baremetal node set --shard <name>).')
-            % {'count': shards[None], 'total': len(nodes), 'where': where})
-    if settings.shard is not None and not any(
-            s is not None and s.lower() == settings.shard for s in shards):
-        report.warning('shards', _(
-            'No node of %(where)s is in [ironic] shard %(shard)r; shards '
-            'there: %(known)s.') % {
-                'where': where, 'shard': settings.shard,
-                'known': ', '.join(sorted(repr(s) for s in shards
-                                          if s is not None)) or '-'})
-    upper = sorted(s for s in shards if s is not None and s != s.lower())
-    if upper:
-        report.warning('shards', _(
-            'Shard names %(names)s have upper-case letters: Ironic '
-            'lower-cases the shard it filters nodes on, so on a '
-            'case-sensitive database (PostgreSQL) their nodes are never '
-            'listed by shard. Rename them in lower case.') % {
-                'names': ', '.join(repr(s) for s in upper)})
-    report.ok('shards')
-
-
-def _check_feed(client, conf, settings, report, compare=True):
-    """Check that the change feed can be used, and compare it.
-
-    Lists the partition in full and reads Ironic's change feed once, as a
-    refresh does: a feed that cannot be used is a warning (every refresh
-    then lists in full). With ``compare``, lists in full again: the two
-    node sets must be the same. A node changed between the listings
-    differs too; run the check again before acting on one difference.
-
-    :param client: the Ironic client.
-    :param conf: the ``ConfigOpts``.
-    :param settings: the partition settings.
-    :param report: the :class:`_Report`.
-    :param compare: also compare with a second full listing.
-    :returns: None
-    """
-    overlap = conf.ironic_partition.change_feed_overlap
-    key, shard = settings.partition_key, settings.shard
-    fed = node_index.NodeIndex(client, _NEVER_RESYNC, overlap)
-    truth = node_index.NodeIndex(client, _NEVER_RESYNC, overlap)
-    try:
-        fed.refresh(key, shard)
-        update = fed.refresh(key, shard)
-        if compare:
-            truth.refresh(key, shard)
-    except exception.IronicPartitionException as e:
-        report.problem('feed', e)
-        return
-    if update.full:
-        report.warning('feed', _(
-            'Ironic\'s change feed cannot be used here, so every refresh '
-            'lists the partition in full: %s') % (fed.feed_problem or
-                                                  update.reason))
-        return
-    if not compare:
-        report.ok('feed')
-        return
-    differ = sorted(
-        u for u in set(fed.nodes) | set(truth.nodes)
-        if fed.nodes.get(u) != truth.nodes.get(u))
-    if differ:
-        report.problem('feed', _(
-            'The change feed and a full listing disagree on %(n)d nodes '
-            '(%(sample)s): a refresh between two full listings would not '
-            'see what Ironic lists. Lower [ironic_partition] '
-            'full_resync_interval to 0 (list in full at every refresh) '
-            'and report it.') % {
-                'n': len(differ), 'sample': ', '.join(differ[:5])})
-        return
-    report.ok('feed')
-
-
-def _serves(service, group, shard):
-    # NOTE(ironic-partition): what a compute lists: its conductor group
-    # (every group when unset), and within it its shard (every shard when
-    # unset).
-    return ((service.partition_key is None or
-             service.partition_key.lower() == group) and
-            (service.shard is None or
-             (shard is not None and service.shard.lower() == shard)))
-
-
-def _check_fleet(client, conductors, role, report):
-    """Check that every node of the fleet can be managed.
-
-    Lists every node once (its group, shard and hardware type): each
-    (conductor group, shard) with nodes must be listed by a live service
-    of the role (when the membership database keeps the services), a
-    group should not mix nodes with and without a shard, and an alive
-    conductor of the node's group must serve its hardware type.
-
-    :param client: the Ironic client.
-    :param conductors: Ironic's conductors.
-    :param role: the membership role.
-    :param report: the :class:`_Report`.
-    :returns: None
-    """
-    try:
-        nodes = client.list_node_dicts(
-            inspection_audit.NODE_FIELDS,
-            microversion=inspection_audit.MICROVERSION)
-    except exception.IronicPartitionException as e:
-        report.problem('coverage', e)
-        return
-    for finding in inspection_audit.audit(None, nodes, conductors):
-        if finding.kind == 'served':
-            report.problem('served', finding.message)
-    report.ok('served')
-    parts = collections.Counter(
-        ((n.get('conductor_group') or '').lower(),
-         (n.get('shard') or '').lower() or None) for n in nodes)
-    groups = collections.defaultdict(dict)
-    for (group, shard), count in parts.items():
-        groups[group][shard] = count
-    for group, shards in sorted(groups.items()):
-        unsharded = shards.get(None, 0)
-        if unsharded and len(shards) > 1:
-            report.warning('coverage', _(
-                'Conductor group %(group)r has %(with)d nodes with a shard '
-                'and %(without)d without: a compute with [ironic] shard '
-                'set never lists the nodes without one. Give every node of '
-                'the group a shard, or none.') % {
-                    'group': group, 'with': sum(shards.values()) - unsharded,
-                    'without': unsharded})
-    if report.services is not None:
-        live = [s for s in report.services if s.alive]
-        for (group, shard), count in sorted(
-                parts.items(), key=lambda kv: (kv[0][0], kv[0][1] or '')):
-            if not any(_serves(s, group, shard) for s in live):
-                where = (_('conductor group %r') % group if shard is None
-                         else _('conductor group %(group)r, shard '
-                                '%(shard)r') % {'group': group,
-                                                'shard': shard})
-                report.warning('coverage', _(
-                    '%(n)d nodes in %(where)s are listed by no live '
-                    '%(role)s service: nothing can place servers on them. '
-                    'Start one with [ironic] partition_key (and shard) '
-                    'set for them, or move the nodes.') % {
-                        'n': count, 'where': where, 'role': role})
-    report.ok('coverage')
-
-
-def run_checks(conf, role, inspection_config=None, compare_feed=False,
-               feed_usable=False, fleet=False):
-    """Run every check.
-
-    :param conf: the ``ConfigOpts``.
-    :param role: the membership role.
-    :param inspection_config: an ironic.conf with the inspection hook's
-        map, to audit the nodes against it; None skips the audit.
-    :param compare_feed: also compare the change feed with a full listing
-        (two full listings of the partition).
-    :param feed_usable: also check that the change feed can be used (one
-        full listing of the partition); implied by ``compare_feed``.
-    :param fleet: also check that every conductor group and shard with
-        nodes is served (one listing of every node).
-    :returns: a dict with ``problems``, ``warnings``, ``passed`` and the
-        settings read.
-    """
-    report = _Report()
-    settings = _check_config(conf, report)
-    membership = _check_database(conf, settings, role, report)
-    client, conductors = _check_ironic(conf, report)
-    if conductors is not None:
-        _check_group(client, conductors, settings, report)
-    _check_case(conf, settings, conductors, report)
-    _check_peers(settings, membership, report)
-    if conductors is not None:
-        _check_shards(client, settings, report)
-    checks = CHECKS
-    if inspection_config:
-        checks = checks + INSPECTION_CHECKS
-        if conductors is not None:
-            _check_inspection(client, conductors, inspection_config, report)
-    if fleet:
-        checks = checks + FLEET_CHECKS
-        if conductors is not None:
-            _check_fleet(client, conductors, role, report)
-    if compare_feed or feed_usable:
-        checks = checks + FEED_CHECKS
-        if conductors is not None:
-            _check_feed(client, conf, settings, report,
-                        compare=compare_feed)
-    return {
-        'host': settings.host,
-        'partition_key': settings.partition_key,
-        'shard': settings.shard,
-        'peer_list': list(settings.peer_list),
-        'role': role,
-        'problems': [f._asdict() for f in report.problems],
-        'warnings': [f._asdict() for f in report.findings
-                     if f.severity == 'warning'],
-        'passed': report.passed,
-        'skipped': [c for c in checks if c not in report.passed
-                    and not any(f.check == c for f in report.findings)],
-    }
-
-
-def render(doc):
-    """The human report of ``check``: one line per finding.
-
-    :param doc: what :func:`run_checks` returned.
-    :returns: a list of lines.
-    """
-    lines = ['%s: %s' % (_('problem'), p['message'])
-             for p in doc['problems']]
-    lines += ['%s: %s' % (_('warning'), w['message'])
-              for w in doc['warnings']]
-    if not doc['problems']:
-        lines.append(_('OK: %(n)d checks passed (%(names)s)') % {
-            'n': len(doc['passed']), 'names': ', '.join(doc['passed'])})
-    return lines
-
-
-def run(conf):
-    """Run ``ironic-partition check``.
-
-    :param conf: the parsed ``ConfigOpts``.
-    :returns: 0 without problems, 1 with.
-    """
-    args = conf.command
-    progress = _output.Progress()
-    with progress.task(_('Checking')):
-        doc = run_checks(conf, args.role,
-                         inspection_config=args.inspection_config,
-                         compare_feed=args.compare_feed)
-    if args.format == 'json':
-        _output.emit_json(doc)
-    else:
-        _output.write_lines(render(doc))
-    return _errors.EXIT_PROBLEMS if doc['problems'] else _errors.EXIT_OK
-
-
-def add_parsers(subparsers):
-    """Add the ``check`` subcommand.
-
-    :param subparsers: the argparse subparsers of ``ironic-partition``.
-    :returns: None
-    """
-    parser = subparsers.add_parser(
-        'check', help=_('Validate the configuration against Ironic and '
-                        'the membership database; one line per problem.'),
-        epilog=_errors.exit_codes_epilog())
-    _args.add_format_argument(parser)
-    _args.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
-    parser.add_argument(
-        '--inspection-config', metavar='IRONIC_CONF',
-        help=_('Also audit every node against the inspection hook\'s map, '
-               'read from [ironic_partition_inspection] of this '
-               'ironic-conductor configuration file: nodes whose group or '
-               'shard differs from the map (warnings), and nodes in a '
-               'group where no alive conductor serves their hardware '
-               'type (problems). Read-only.'))
-    parser.add_argument(
-        '--compare-feed', action='store_true',
-        help=_('Also check Ironic\'s change feed: list the partition in '
-               'full, read the feed as a refresh does, list in full again, '
-               'and report any node on which they disagree (a problem), or '
-               'why the feed cannot be used (a warning: every refresh then '
-               'lists in full). Costs two full listings. Read-only.'))
-    parser.set_defaults(func=run)
+    def take_action(self, parsed_args):
+        conf = self.load_conf(parsed_args)
+        client = None
+        if getattr(self.app, 'client_manager', None) is not None:
+            client = self.ironic_client(conf)
+        with _output.Progress().task(_('Checking')):
+            doc = checks.run_checks(
+                conf, parsed_args.role,
+                inspection_config=parsed_args.inspection_config,
+                compare_feed=parsed_args.compare_feed, client=client)
+        if doc['problems']:
+            self.exit_code = _errors.EXIT_PROBLEMS
+        return base_cmd.rows(finding_rows(doc),
+                             ('check', 'result', 'message'))

@@ -29,9 +29,9 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition.cmd import _args
-from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
 from ironic_partition.cmd import _stats
+from ironic_partition.cmd import base as base_cmd
 from ironic_partition import conductor_groups
 from ironic_partition import instance_owners
 from ironic_partition.membership import base as membership_base
@@ -44,19 +44,23 @@ from ironic_partition import settings as settings_mod
 LOG = logging.getLogger(__name__)
 
 
-def compute_ring(conf, role, instance_hosts=None, progress=None):
+def compute_ring(conf, role, instance_hosts=None, progress=None,
+                 client=None):
     """Build the ring of this host's group and count each member's nodes.
 
     :param conf: the ``ConfigOpts``.
     :param role: the membership role.
     :param instance_hosts: instance UUID to host, or None.
     :param progress: a :class:`~ironic_partition.cmd._output.Progress`.
+    :param client: the Ironic client; by default the one ``[ironic]``
+        configures.
     :returns: a JSON-serialisable dict.
     """
     progress = progress or _output.Progress(enabled=False)
     settings = settings_mod.from_conf(conf)
     key = settings.partition_key
-    client = settings_mod.ironic_client(conf)
+    if client is None:
+        client = settings_mod.ironic_client(conf)
     backend = readonly.open_membership(settings, role)
     try:
         with progress.task(_('Listing Ironic conductors')):
@@ -113,68 +117,15 @@ def compute_ring(conf, role, instance_hosts=None, progress=None):
     }
 
 
-def render_compute(doc):
-    """The human report of the compute ring.
-
-    :param doc: what :func:`compute_ring` returned.
-    :returns: a list of lines.
-    """
-    stats = doc['balance']
-    key = _output.show_key(doc['partition_key'])
-    if doc.get('shard') is not None:
-        key = _('%(key)s, shard %(shard)s') % {'key': key,
-                                               'shard': doc['shard']}
-    lines = [_('Ring of partition %(key)s (%(mode)s, %(parts)d points per '
-               'member): %(listed)d nodes, %(ring)d on the ring, %(inst)d '
-               'with instances') % {
-                   'key': key,
-                   'mode': doc['ring_mode'],
-                   'parts': doc['partitions_per_member'],
-                   'listed': doc['listed'], 'ring': doc['ring_nodes'],
-                   'inst': doc['instance_nodes']}]
-    headers = [_('MEMBER'), _('NODES'), _('SHARE'), _('VS FAIR')]
-    with_instances = any(m['instance_nodes'] is not None
-                         for m in doc['members'])
-    if with_instances:
-        headers.append(_('INSTANCES'))
-    rows = []
-    for m in doc['members']:
-        row = [m['member'] + (' *' if m['this_host'] else ''),
-               m['ring_nodes'], '%.1f%%' % m['share_percent'], m['vs_fair']]
-        if with_instances:
-            row.append(m['instance_nodes'])
-        rows.append(row)
-    lines += _output.format_table(headers, rows, '  ')
-    if stats['members']:
-        lines.append(_('Balance: fair share %(fair)s, min %(min)d, max '
-                       '%(max)d (max/fair %(ratio).3f), stddev %(sd)s') % {
-                           'fair': stats['fair'], 'min': stats['min'],
-                           'max': stats['max'],
-                           'ratio': stats['max_over_fair'] or 0,
-                           'sd': stats['stddev']})
-    away = doc['not_on_ring']
-    if away['dead'] or away['never_seen']:
-        lines.append(_('Peers not on the ring: %s') % ', '.join(
-            ['%s (%s)' % (h, _('dead')) for h in away['dead']]
-            + ['%s (%s)' % (h, _('never seen'))
-               for h in away['never_seen']]))
-    if doc['membership_stale']:
-        lines.append(_('WARNING: the membership source is unreachable; '
-                       'these are the last known members.'))
-    lines.append(_('* this host'))
-    return lines
-
-
-def conductor_rings(conf, group=None, progress=None):
+def conductor_rings(client, group=None, progress=None):
     """Count the nodes each Ironic conductor gets from Ironic's rings.
 
-    :param conf: the ``ConfigOpts``.
+    :param client: the Ironic client.
     :param group: only this conductor group, or every group.
     :param progress: a :class:`~ironic_partition.cmd._output.Progress`.
     :returns: a JSON-serialisable dict.
     """
     progress = progress or _output.Progress(enabled=False)
-    client = settings_mod.ironic_client(conf)
     with progress.task(_('Listing Ironic conductors')):
         conductors = client.list_conductors()
     if group is not None:
@@ -213,78 +164,93 @@ def conductor_rings(conf, group=None, progress=None):
             'nodes': len(nodes)}
 
 
-def render_conductors(doc):
-    """The human report of ``ring --conductors``.
+def member_rows(doc):
+    """The compute ring's rows: live members, then the peers off it.
+
+    :param doc: what :func:`compute_ring` returned.
+    :returns: a list of dicts.
+    """
+    rows = [dict(m, state=_('live')) for m in doc['members']]
+    away = doc['not_on_ring']
+    for state, names in ((_('dead'), away['dead']),
+                         (_('never seen'), away['never_seen'])):
+        rows += [{'member': name, 'state': state, 'ring_nodes': 0,
+                  'share_percent': 0.0, 'vs_fair': None,
+                  'instance_nodes': None,
+                  'this_host': name == doc['host']} for name in names]
+    return rows
+
+
+def conductor_rows(doc):
+    """The conductor rings' rows: one per conductor of each group.
+
+    A group whose nodes no alive conductor can take gets one more row.
 
     :param doc: what :func:`conductor_rings` returned.
-    :returns: a list of lines.
+    :returns: a list of dicts.
     """
-    lines = [_('%(nodes)d nodes, %(conds)d conductors') % {
-        'nodes': doc['nodes'], 'conds': doc['conductors']}]
+    rows = []
     for entry in doc['groups']:
-        lines.append('')
-        lines.append(_('Conductor group %(group)s: %(nodes)d nodes, '
-                       '%(alive)d alive and %(dead)d dead conductors') % {
-                           'group': _output.show_key(entry['conductor_group']),
-                           'nodes': entry['nodes'],
-                           'alive': len(entry['alive']),
-                           'dead': len(entry['dead'])})
-        rows = [(c['hostname'], _('alive'), c['nodes'],
-                 '%.1f%%' % c['share_percent'])
-                for c in entry['conductors']]
-        rows += [(h, _('dead'), 0, '-') for h in entry['dead']]
-        lines += _output.format_table(
-            (_('CONDUCTOR'), _('STATE'), _('NODES'), _('SHARE')), rows,
-            '  ')
-        if entry['unmapped_nodes']:
-            lines.append(_('  %d nodes have no alive conductor for their '
-                           'group and hardware type') %
-                         entry['unmapped_nodes'])
-    return lines
+        group = entry['conductor_group']
+        rows += [{'conductor_group': group, 'conductor': c['hostname'],
+                  'state': _('alive'), 'nodes': c['nodes'],
+                  'share_percent': c['share_percent']}
+                 for c in entry['conductors']]
+        rows += [{'conductor_group': group, 'conductor': name,
+                  'state': _('dead'), 'nodes': 0, 'share_percent': 0.0}
+                 for name in entry['dead']]
+        if entry['unmapped_nodes'] or not entry['conductors']:
+            rows.append({'conductor_group': group, 'conductor': None,
+                         'state': _('no alive conductor'),
+                         'nodes': entry['unmapped_nodes'],
+                         'share_percent': _output.percent(
+                             entry['unmapped_nodes'], entry['nodes'])})
+    return rows
 
 
-def run(conf):
-    """Run ``ironic-partition ring``.
+MEMBER_COLUMNS = ('member', 'state', 'ring_nodes', 'share_percent',
+                  'vs_fair', 'instance_nodes', 'this_host')
+CONDUCTOR_COLUMNS = ('conductor_group', 'conductor', 'state', 'nodes',
+                     'share_percent')
 
-    :param conf: the parsed ``ConfigOpts``.
-    :returns: the exit code.
+
+class Ring(base_cmd.Lister):
+    """Show each ring member's node count and share of the ring.
+
+    By default the compute ring of this host's conductor group (and
+    shard): one row per live member with the instance-less nodes the ring
+    gives it, then the peers that are not on the ring (dead, never seen).
+    With ``--conductors``, Ironic's own rings: one row per conductor of
+    each conductor group, with the nodes it gets.
     """
-    args = conf.command
-    progress = _output.Progress()
-    if args.conductors:
-        doc = conductor_rings(conf, args.group, progress)
-        lines = render_conductors(doc)
-    else:
-        instance_hosts = instance_owners.load(args.instance_hosts)
-        doc = compute_ring(conf, args.role, instance_hosts, progress)
-        lines = render_compute(doc)
-    if args.format == 'json':
-        _output.emit_json(doc)
-    else:
-        _output.write_lines(lines)
-    return _errors.EXIT_OK
 
+    default_role = membership_base.ROLE_NOVA_COMPUTE
 
-def add_parsers(subparsers):
-    """Add the ``ring`` subcommand.
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _args.add_instance_hosts_argument(parser)
+        parser.add_argument(
+            '--conductors', action='store_true',
+            help=_('Show Ironic\'s conductor groups, their conductors and '
+                   'the nodes each alive conductor gets, instead of the '
+                   'compute ring.'))
+        parser.add_argument(
+            '--group', metavar='GROUP',
+            help=_('With --conductors, only this conductor group ("" is '
+                   'the default group).'))
+        return parser
 
-    :param subparsers: the argparse subparsers of ``ironic-partition``.
-    :returns: None
-    """
-    parser = subparsers.add_parser(
-        'ring', help=_('Show each ring member\'s node count and the '
-                       'balance.'),
-        epilog=_errors.exit_codes_epilog())
-    _args.add_format_argument(parser)
-    _args.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
-    _args.add_instance_hosts_argument(parser)
-    parser.add_argument(
-        '--conductors', action='store_true',
-        help=_('Show Ironic\'s conductor groups, their alive conductors '
-               'and the nodes each conductor gets, instead of the compute '
-               'ring.'))
-    parser.add_argument(
-        '--group', metavar='GROUP',
-        help=_('With --conductors, only this conductor group ("" is the '
-               'default group).'))
-    parser.set_defaults(func=run)
+    def take_action(self, parsed_args):
+        conf = self.load_conf(parsed_args)
+        client = self.ironic_client(conf)
+        progress = _output.Progress()
+        if parsed_args.conductors:
+            doc = conductor_rings(client, parsed_args.group, progress)
+            return base_cmd.rows(conductor_rows(doc), CONDUCTOR_COLUMNS)
+        instance_hosts = instance_owners.load(parsed_args.instance_hosts)
+        doc = compute_ring(conf, parsed_args.role, instance_hosts, progress,
+                           client=client)
+        if doc['membership_stale']:
+            LOG.warning('The membership source is unreachable; these are '
+                        'the last known members.')
+        return base_cmd.rows(member_rows(doc), MEMBER_COLUMNS)

@@ -38,10 +38,9 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition import balanced_ring
-from ironic_partition.cmd import _args
-from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
 from ironic_partition.cmd import _stats
+from ironic_partition.cmd import base as base_cmd
 from ironic_partition import exception
 from ironic_partition import hash_ring
 from ironic_partition.ring import compute
@@ -50,9 +49,7 @@ LOG = logging.getLogger(__name__)
 
 DEFAULT_NODES = 10000
 DEFAULT_MEMBERS = 3
-#: With at most this many members the human report lists every member.
-MEMBER_TABLE_LIMIT = 20
-#: The human report lists at most this many flows (from -> to).
+#: ``--show flows`` lists at most this many flows (from -> to) per mode.
 FLOW_LIMIT = 20
 
 
@@ -357,98 +354,104 @@ def simulate(nodes, groups, members, leave=None, join=None,
     }
 
 
-def _event_text(doc):
-    event = doc['event']
-    parts = []
-    if event['leaving']:
-        parts.append(_('%s leave') % ', '.join(event['leaving']))
-    if event['joining']:
-        parts.append(_('%s join') % ', '.join(event['joining']))
-    return '; '.join(parts) or _('none (balance only)')
-
-
-def render(doc, long_listing=False, top=FLOW_LIMIT):
-    """The human report of ``simulate``.
+def run_rows(doc):
+    """One row per ring mode: the balance before and after, the moves.
 
     :param doc: what :func:`simulate` returned.
-    :param long_listing: list every member and every moved node.
-    :param top: how many flows to list (all with ``long_listing``).
-    :returns: a list of lines.
+    :returns: a list of dicts.
     """
-    lines = [_('%(nodes)d nodes in %(groups)d group(s), %(members)d '
-               'members per group, %(parts)d points per member') % {
-                   'nodes': doc['nodes'], 'groups': doc['groups'],
-                   'members': doc['members_per_group'],
-                   'parts': doc['partitions_per_member']},
-             _('Event: %s') % _event_text(doc), '']
     rows = []
     for run in doc['runs']:
-        for phase in ('before', 'after'):
-            stats = run['balance_' + phase]
-            rows.append((run['mode'], _(phase), stats['members'],
-                         stats['fair'], stats['min'], stats['max'],
-                         stats['max_over_fair'], stats['stddev']))
-    lines.append(_('Balance (nodes per member)'))
-    lines += _output.format_table(
-        (_('MODE'), _('WHEN'), _('MEMBERS'), _('FAIR'), _('MIN'), _('MAX'),
-         _('MAX/FAIR'), _('STDDEV')), rows, '  ')
-    lines.append('')
-    lines.append(_('Moves'))
-    lines += _output.format_table(
-        (_('MODE'), _('MOVED'), _('OF NODES'), _('WITH LEAVING/JOINING'),
-         _('BETWEEN STAYING MEMBERS'), _('SECONDS')),
-        [(run['mode'], run['moved'],
-          '%.2f%%' % _output.percent(run['moved'], doc['nodes']),
-          run['moved'] - run['moved_between_staying_members'],
-          run['moved_between_staying_members'], run['seconds'])
-         for run in doc['runs']], '  ')
-    for run in doc['runs']:
-        flows = [f for g in run['groups'] for f in g['flows']]
-        shown = flows if long_listing else flows[:max(0, top)]
-        if shown:
-            lines.append('')
-            lines.append(_('Flows, %(mode)s mode (%(shown)d of %(all)d)') % {
-                'mode': run['mode'], 'shown': len(shown),
-                'all': len(flows)})
-            lines += _output.format_table(
-                (_('FROM'), _('TO'), _('NODES')),
-                [(f['from'], f['to'], f['nodes']) for f in shown], '  ')
-        members = sum(len(g['counts_before']) for g in run['groups'])
-        if long_listing or members <= MEMBER_TABLE_LIMIT:
-            lines.append('')
-            lines.append(_('Members, %s mode') % run['mode'])
-            rows = []
-            for group in run['groups']:
-                names = sorted(set(group['counts_before'])
-                               | set(group['counts_after']))
-                for name in names:
-                    rows.append((group['group'], name,
-                                 group['counts_before'].get(name),
-                                 group['counts_after'].get(name)))
-            lines += _output.format_table(
-                (_('GROUP'), _('MEMBER'), _('BEFORE'), _('AFTER')), rows,
-                '  ')
-        if long_listing:
-            moves = [m for g in run['groups'] for m in g.get('moves', ())]
-            if moves:
-                lines.append('')
-                lines.append(_('Moved nodes, %s mode') % run['mode'])
-                lines += _output.format_table(
-                    (_('NODE'), _('FROM'), _('TO')),
-                    [(m['node'], m['from'], m['to']) for m in moves], '  ')
-    lines.append('')
-    lines.append(_('Simulated in %.2f s.') % doc['seconds'])
-    return lines
+        before, after = run['balance_before'], run['balance_after']
+        rows.append({
+            'mode': run['mode'],
+            'nodes': doc['nodes'],
+            'members_before': before['members'],
+            'members_after': after['members'],
+            'fair_before': before['fair'],
+            'fair_after': after['fair'],
+            'max_over_fair_before': before['max_over_fair'],
+            'max_over_fair_after': after['max_over_fair'],
+            'stddev_before': before['stddev'],
+            'stddev_after': after['stddev'],
+            'moved': run['moved'],
+            'moved_percent': _output.percent(run['moved'], doc['nodes']),
+            'moved_between_staying_members':
+                run['moved_between_staying_members'],
+            'seconds': run['seconds'],
+        })
+    return rows
 
 
-def run(conf):
-    """Run ``ironic-partition simulate``.
+def flow_rows(doc, top=None):
+    """One row per flow of nodes between two members, largest first.
 
-    :param conf: the parsed ``ConfigOpts``.
-    :returns: the exit code.
+    :param doc: what :func:`simulate` returned.
+    :param top: at most this many flows per mode; None for all.
+    :returns: a list of dicts.
     """
-    args = conf.command
-    progress = _output.Progress()
+    rows = []
+    for run in doc['runs']:
+        flows = sorted((f for g in run['groups'] for f in g['flows']),
+                       key=lambda f: -f['nodes'])
+        if top is not None:
+            flows = flows[:max(0, top)]
+        rows += [{'mode': run['mode'], 'from': f['from'], 'to': f['to'],
+                  'nodes': f['nodes']} for f in flows]
+    return rows
+
+
+def member_rows(doc):
+    """One row per member and mode: its nodes before and after.
+
+    :param doc: what :func:`simulate` returned.
+    :returns: a list of dicts.
+    """
+    rows = []
+    for run in doc['runs']:
+        for group in run['groups']:
+            names = sorted(set(group['counts_before'])
+                           | set(group['counts_after']))
+            rows += [{'mode': run['mode'], 'group': group['group'],
+                      'member': name,
+                      'before': group['counts_before'].get(name),
+                      'after': group['counts_after'].get(name)}
+                     for name in names]
+    return rows
+
+
+def move_rows(doc):
+    """One row per moved node and mode.
+
+    :param doc: what :func:`simulate` returned with ``keep_moves``.
+    :returns: a list of dicts.
+    """
+    return [dict(m, mode=run['mode']) for run in doc['runs']
+            for group in run['groups'] for m in group.get('moves', ())]
+
+
+#: What ``--show`` lists: the rows and their columns.
+VIEWS = {
+    'runs': (run_rows, ('mode', 'nodes', 'members_before', 'members_after',
+                        'fair_before', 'fair_after', 'max_over_fair_before',
+                        'max_over_fair_after', 'stddev_before',
+                        'stddev_after', 'moved', 'moved_percent',
+                        'moved_between_staying_members', 'seconds')),
+    'flows': (flow_rows, ('mode', 'from', 'to', 'nodes')),
+    'members': (member_rows, ('mode', 'group', 'member', 'before',
+                              'after')),
+    'moves': (move_rows, ('mode', 'node', 'from', 'to')),
+}
+
+
+def _options(conf, args):
+    """Validate the options against the configuration's defaults.
+
+    :param conf: the ``ConfigOpts``.
+    :param args: the parsed arguments.
+    :returns: ``(modes, points)``.
+    :raises: InvalidCommandInput.
+    """
     group = conf.ironic_partition
     if args.compare or args.mode == 'both':
         modes = ('tooz', 'balanced')
@@ -464,85 +467,104 @@ def run(conf):
         raise exception.InvalidCommandInput(
             option='--load-factor', value=args.load_factor,
             reason=_('1 or more'))
-    if args.node_file:
-        nodes = read_node_file(args.node_file)
-    else:
-        if args.nodes < 0:
-            raise exception.InvalidCommandInput(
-                option='--nodes', value=args.nodes, reason=_('0 or more'))
-        with progress.task(_('Generating %d node UUIDs') % args.nodes):
-            nodes = node_uuids(args.nodes, args.seed)
-    doc = simulate(nodes, args.groups, args.members, args.leave, args.join,
-                   modes=modes, points=2 ** exponent,
-                   load_factor=args.load_factor,
-                   keep_moves=args.list_moves, progress=progress,
-                   shards=args.shards)
-    if args.format == 'json':
-        if not args.list_moves:
-            for run_doc in doc['runs']:
-                for res in run_doc['groups']:
-                    res.pop('moves', None)
-        _output.emit_json(doc)
-    else:
-        _output.write_lines(render(doc, long_listing=args.list_moves,
-                                   top=args.top))
-    return _errors.EXIT_OK
+    if args.nodes < 0:
+        raise exception.InvalidCommandInput(
+            option='--nodes', value=args.nodes, reason=_('0 or more'))
+    return modes, 2 ** exponent
 
 
-def add_parsers(subparsers):
-    """Add the ``simulate`` subcommand.
+class Simulate(base_cmd.Lister):
+    """Offline what-if: balance and node moves when members leave or join.
 
-    :param subparsers: the argparse subparsers of ``ironic-partition``.
-    :returns: None
+    Builds the rings the services would build for generated (or listed)
+    nodes spread over conductor groups and members, applies the event and
+    lists, by ``--show``: each ring mode's balance before and after and
+    the nodes moved (``runs``, the default), the largest flows of nodes
+    between two members (``flows``), every member's nodes before and
+    after (``members``), or every moved node (``moves``). Needs no
+    service.
     """
-    parser = subparsers.add_parser(
-        'simulate', help=_('Offline what-if: balance and node moves when '
-                           'members leave or join.'),
-        epilog=_errors.exit_codes_epilog())
-    _args.add_format_argument(parser)
-    parser.add_argument('--nodes', type=int, default=DEFAULT_NODES,
-                        help=_('Number of nodes (default: %(default)s).'))
-    parser.add_argument('--node-file', metavar='FILE',
-                        help=_('Read node UUIDs from FILE, one per line, '
-                               'instead of generating --nodes of them.'))
-    parser.add_argument('--seed', type=int, default=0,
-                        help=_('Seed of the generated node UUIDs '
-                               '(default: %(default)s).'))
-    parser.add_argument('--members', type=int, default=DEFAULT_MEMBERS,
-                        help=_('Ring members per conductor group (default: '
-                               '%(default)s).'))
-    parser.add_argument('--groups', type=int, default=1,
-                        help=_('Conductor groups; nodes are spread over '
-                               'them round robin (default: %(default)s).'))
-    parser.add_argument('--shards', type=int, default=0,
-                        help=_('Ironic shards per conductor group: each '
-                               '(group, shard) pair is a partition with '
-                               'its own ring and --members members, as '
-                               'with [ironic] shard and peer_list (default: '
-                               '%(default)s, no shards).'))
-    parser.add_argument('--leave', metavar='COUNT|NAMES',
-                        help=_('Members leaving: a count (the last members '
-                               'of the first group) or comma-separated '
-                               'names such as compute-3.'))
-    parser.add_argument('--join', metavar='COUNT|NAMES',
-                        help=_('Members joining the first group: a count '
-                               'or comma-separated names.'))
-    parser.add_argument('--mode', choices=('tooz', 'balanced', 'both'),
-                        help=_('Ring mode (default: [ironic_partition] '
-                               'ring_mode).'))
-    parser.add_argument('--compare', action='store_true',
-                        help=_('Same as --mode both: compare tooz-exact '
-                               'with balanced.'))
-    parser.add_argument('--partition-exponent', type=int,
-                        help=_('Points per member are 2**N (default: '
-                               '[ironic_partition] partition_exponent).'))
-    parser.add_argument('--load-factor', type=float,
-                        default=balanced_ring.DEFAULT_LOAD_FACTOR,
-                        help=_('Largest load relative to the fair share in '
-                               'balanced mode (default: %(default)s).'))
-    parser.add_argument('--top', type=int, default=FLOW_LIMIT,
-                        help=_('List the N largest flows of nodes between '
-                               'two members (default: %(default)s).'))
-    parser.add_argument('--list-moves', action='store_true',
-                        help=_('List every member and every moved node.'))
-    parser.set_defaults(func=run)
+
+    # NOTE(ironic-partition): inside the OpenStack client, no cloud is
+    # needed: nothing is asked of any service.
+    auth_required = False
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--nodes', type=int, default=DEFAULT_NODES,
+                            help=_('Number of nodes (default: '
+                                   '%(default)s).'))
+        parser.add_argument('--node-file', metavar='FILE',
+                            help=_('Read node UUIDs from FILE, one per '
+                                   'line, instead of generating --nodes of '
+                                   'them.'))
+        parser.add_argument('--seed', type=int, default=0,
+                            help=_('Seed of the generated node UUIDs '
+                                   '(default: %(default)s).'))
+        parser.add_argument('--members', type=int, default=DEFAULT_MEMBERS,
+                            help=_('Ring members per conductor group '
+                                   '(default: %(default)s).'))
+        parser.add_argument('--groups', type=int, default=1,
+                            help=_('Conductor groups; nodes are spread over '
+                                   'them round robin (default: '
+                                   '%(default)s).'))
+        parser.add_argument('--shards', type=int, default=0,
+                            help=_('Ironic shards per conductor group: each '
+                                   '(group, shard) pair is a partition with '
+                                   'its own ring and --members members, as '
+                                   'with [ironic] shard and peer_list '
+                                   '(default: %(default)s, no shards).'))
+        parser.add_argument('--leave', metavar='COUNT|NAMES',
+                            help=_('Members leaving: a count (the last '
+                                   'members of the first group) or '
+                                   'comma-separated names such as '
+                                   'compute-3.'))
+        parser.add_argument('--join', metavar='COUNT|NAMES',
+                            help=_('Members joining the first group: a '
+                                   'count or comma-separated names.'))
+        parser.add_argument('--mode', choices=('tooz', 'balanced', 'both'),
+                            help=_('Ring mode (default: [ironic_partition] '
+                                   'ring_mode).'))
+        parser.add_argument('--compare', action='store_true',
+                            help=_('Same as --mode both: compare tooz-exact '
+                                   'with balanced.'))
+        parser.add_argument('--partition-exponent', type=int,
+                            help=_('Points per member are 2 to the power N '
+                                   '(default: [ironic_partition] '
+                                   'partition_exponent).'))
+        parser.add_argument('--load-factor', type=float,
+                            default=balanced_ring.DEFAULT_LOAD_FACTOR,
+                            help=_('Largest load relative to the fair share '
+                                   'in balanced mode (default: '
+                                   '%(default)s).'))
+        parser.add_argument('--show', choices=sorted(VIEWS), default='runs',
+                            help=_('What to list: runs (the default), '
+                                   'flows, members or moves.'))
+        parser.add_argument('--top', type=int, default=FLOW_LIMIT,
+                            help=_('With --show flows, the N largest flows '
+                                   'per mode (default: %(default)s; 0 for '
+                                   'all).'))
+        return parser
+
+    def take_action(self, parsed_args):
+        args = parsed_args
+        conf = self.load_conf(args)
+        modes, points = _options(conf, args)
+        progress = _output.Progress()
+        if args.node_file:
+            nodes = read_node_file(args.node_file)
+        else:
+            with progress.task(_('Generating %d node UUIDs') % args.nodes):
+                nodes = node_uuids(args.nodes, args.seed)
+        doc = simulate(nodes, args.groups, args.members, args.leave,
+                       args.join, modes=modes, points=points,
+                       load_factor=args.load_factor,
+                       keep_moves=args.show == 'moves', progress=progress,
+                       shards=args.shards)
+        build, names = VIEWS[args.show]
+        if args.show == 'flows':
+            records = build(doc, args.top or None)
+        else:
+            records = build(doc)
+        LOG.debug('Simulated in %.2f s', doc['seconds'])
+        return base_cmd.rows(records, names)

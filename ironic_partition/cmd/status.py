@@ -22,12 +22,13 @@ never seen), the managed nodes, and the stranded nodes (instances of
 peers that are not alive) with what to do about them.
 """
 
+from cliff import columns
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition.cmd import _args
-from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
+from ironic_partition.cmd import base as base_cmd
 from ironic_partition import conductor_groups
 from ironic_partition import instance_owners
 from ironic_partition.membership import base as membership_base
@@ -38,13 +39,15 @@ from ironic_partition import settings as settings_mod
 LOG = logging.getLogger(__name__)
 
 
-def gather(conf, role, instance_hosts=None, progress=None):
+def gather(conf, role, instance_hosts=None, progress=None, client=None):
     """Compute the nodes this host manages once, read-only.
 
     :param conf: the ``ConfigOpts``.
     :param role: the membership role of this host's service.
     :param instance_hosts: instance UUID to host, or None.
     :param progress: a :class:`~ironic_partition.cmd._output.Progress`.
+    :param client: the Ironic client; by default the one ``[ironic]``
+        configures.
     :returns: a dict with ``settings``, ``conductors``, ``result`` (a
         :class:`~ironic_partition.refresh_result.RefreshResult`),
         ``ring_mode``, ``stranded``, ``instance_hosts``, ``backend`` (its
@@ -55,7 +58,8 @@ def gather(conf, role, instance_hosts=None, progress=None):
     """
     progress = progress or _output.Progress(enabled=False)
     settings = settings_mod.from_conf(conf)
-    client = settings_mod.ironic_client(conf)
+    if client is None:
+        client = settings_mod.ironic_client(conf)
     membership = readonly.open_membership(settings, role)
     try:
         with progress.task(_('Listing Ironic conductors')):
@@ -248,11 +252,16 @@ def to_dict(data):
     }
 
 
-def _advice(doc):
+def advice(doc):
+    """What the operator should do about what ``status`` found.
+
+    :param doc: what :func:`to_dict` returned.
+    :returns: a list of sentences, empty when nothing needs doing.
+    """
     lines = []
     if doc['stranded']:
         owners = sorted({s['owner'] for s in doc['stranded'] if s['owner']})
-        lines.append(_('What to do: nobody manages these nodes while '
+        lines.append(_('Nobody manages the stranded nodes while '
                        '%(owners)s is not alive. Restart it; it takes '
                        'them back at its first refresh. If it is gone for '
                        'good, force its compute service down ("openstack '
@@ -267,153 +276,115 @@ def _advice(doc):
                        '--instance-hosts to tell which belong to peers '
                        'that are not alive (stranded).')
                      % doc['foreign_count'])
+    if not doc['change_feed']['usable']:
+        lines.append(_('Ironic\'s change feed is not usable, so every '
+                       'refresh lists the group in full: %s')
+                     % doc['change_feed']['problem'])
     return lines
 
 
-def render(doc, long_listing=False):
-    """The human report of ``status``.
+class PeersColumn(columns.FormattableColumn):
+    """The peers: a line each in a table, the document in JSON and YAML.
+
+    A line gives the peer's state and the process holding its name.
+
+    The value is ``(peers, services, peer_list, host)``.
+    """
+
+    def human_readable(self):
+        peers, services, peer_list, host = self._value
+        holders = {s['host']: s for s in services or ()}
+        names = (set(peers['live']) | set(peers['dead'])
+                 | set(peers['never_seen']) | set(peer_list))
+        lines = []
+        for name in sorted(names):
+            if name in peers['live']:
+                state = _('live')
+            elif name in peers['dead']:
+                state = _('dead')
+            else:
+                state = _('never seen')
+            if name == host:
+                state += _(' (this host)')
+            holder = holders.get(name)
+            process = ''
+            if holder is not None:
+                process = ('; ' + _('%(origin)s since %(started)s') % {
+                    'origin': holder['origin'] or '?',
+                    'started': holder['started_at'] or '?'}
+                    if holder['incarnation'] else
+                    '; ' + _('name given up'))
+            lines.append('%s: %s%s' % (name, state, process))
+        if peers['stale']:
+            lines.append(_('STALE: the membership source is unreachable'))
+        return '\n'.join(lines) or '-'
+
+    def machine_readable(self):
+        return self._value[0]
+
+
+class ManagedColumn(base_cmd.RecordsColumn):
+    """The managed nodes: their count in a table unless ``--long``."""
+
+    full = False
+
+    def human_readable(self):
+        if self.full:
+            return '\n'.join(
+                '%s %s%s' % (n['uuid'], n['reason'],
+                             ' instance=%s' % n['instance_uuid']
+                             if n['instance_uuid'] else '')
+                for n in self._value) or '-'
+        return _('%d nodes (--long lists them)') % len(self._value)
+
+
+class LongManagedColumn(ManagedColumn):
+    full = True
+
+
+class Status(base_cmd.ShowOne):
+    """Show the nodes this host manages, its peers and the stranded nodes.
+
+    The settings in force, the peers (live, dead, never seen) and the
+    process holding each host name, the managed nodes (by the ring and by
+    own instance), the stranded nodes (instances of peers that are not
+    alive) with the live host the ring suggests for each, the ownership
+    claims and whether Ironic's change feed works. Read-only: it joins no
+    membership and takes no claim.
+    """
+
+    default_role = membership_base.ROLE_NOVA_COMPUTE
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _args.add_instance_hosts_argument(parser)
+        parser.add_argument('--long', action='store_true',
+                            help=_('List every managed node in the table '
+                                   '(JSON and YAML always list them).'))
+        return parser
+
+    def take_action(self, parsed_args):
+        conf = self.load_conf(parsed_args)
+        instance_hosts = instance_owners.load(parsed_args.instance_hosts)
+        data = gather(conf, parsed_args.role, instance_hosts,
+                      _output.Progress(), client=self.ironic_client(conf))
+        return present(to_dict(data), long_listing=parsed_args.long)
+
+
+def present(doc, long_listing=False):
+    """The ``status`` record: the document's keys as the columns.
 
     :param doc: what :func:`to_dict` returned.
-    :param long_listing: list every managed node.
-    :returns: a list of lines.
+    :param long_listing: list every managed node in a table.
+    :returns: ``(columns, values)`` for cliff's ``ShowOne``.
     """
-    peers = doc['peers']
-    fields = [
-        (_('Host'), doc['host']),
-        (_('Role'), doc['role']),
-        (_('Partition key'), _output.show_key(doc['partition_key'])),
-    ]
-    if doc.get('shard') is not None:
-        fields.append((_('Shard'), _output.show_shard(doc['shard'])))
-    fields += [
-        (_('Peer list'), ', '.join(doc['peer_list']) or '-'),
-        (_('Membership'), '%s %s' % (
-            doc['membership_backend'],
-            doc['membership_connection'] or '')),
-        (_('Ring'), _('%(mode)s, members %(members)s') % {
-            'mode': doc['ring_mode'],
-            'members': ', '.join(doc['ring_members'])}),
-    ]
-    if doc['conductors'] is not None:
-        fields.append((_('Conductors'), _(
-            '%(alive)d alive, %(dead)d dead in this group') % {
-                'alive': len(doc['conductors']['alive']),
-                'dead': len(doc['conductors']['dead'])}))
-    lines = _output.format_fields(fields)
-    lines.append('')
-    rows = []
-    services = {s['host']: s for s in doc.get('services') or ()}
-    names = set(peers['live']) | set(peers['dead']) | set(
-        peers['never_seen']) | set(doc['peer_list'])
-    for name in sorted(names):
-        if name in peers['live']:
-            state = _('live')
-        elif name in peers['dead']:
-            state = _('dead')
-        else:
-            state = _('never seen')
-        if name == doc['host']:
-            state += _(' (this host)')
-        holder = services.get(name)
-        process = '-'
-        if holder is not None:
-            process = (_('%(origin)s since %(started)s') % {
-                'origin': holder['origin'] or '?',
-                'started': holder['started_at'] or '?'}
-                if holder['incarnation'] else _('(name given up)'))
-        rows.append((name, state, process))
-    lines.append(_('Peers%s') % (_(' (STALE: membership source '
-                                   'unreachable)') if peers['stale']
-                                 else ''))
-    lines += _output.format_table((_('HOST'), _('STATE'), _('PROCESS')),
-                                  rows, '  ')
-    lines.append('')
-    lines.append(_('Nodes'))
-    lines += _output.format_fields([
-        (_('listed in the group'), doc['listed']),
-        (_('managed by this host'), _(
-            '%(all)d (%(ring)d by the ring, %(inst)d by own instance)') % {
-                'all': doc['managed_count'], 'ring': doc['by_ring_count'],
-                'inst': doc['by_instance_count']}),
-        (_('instances of others'), doc['foreign_count']),
-        (_('stranded'), doc['stranded_count']),
-        (_('change feed'), _('usable: refreshes read what changed')
-         if doc['change_feed']['usable'] else
-         _('NOT usable, every refresh lists in full: %s')
-         % doc['change_feed']['problem']),
-    ], '  ')
-    claims = doc['claims']
-    lines.append('')
-    if claims['enabled']:
-        lines.append(_('Claims (by the database clock)'))
-        lines += _output.format_fields([
-            (_('held by this host'), _(
-                '%(held)d, the first expiring in %(left)s s') % {
-                    'held': claims['held'],
-                    'left': ('-' if claims['expires_in'] is None
-                             else claims['expires_in'])}),
-            (_('by owner'), ', '.join(
-                '%s=%d' % item for item in claims['by_owner'].items())
-             or '-'),
-            (_('expired (free to take)'), claims['expired']),
-        ], '  ')
-    else:
-        lines.append(_('Claims: off ([ironic_partition] claims)'))
-    if long_listing and doc['managed']:
-        lines.append('')
-        lines.append(_('Managed nodes'))
-        lines += _output.format_table(
-            (_('UUID'), _('BY'), _('INSTANCE'), _('PROVISION STATE'),
-             _('POWER'), _('MAINT')),
-            [(n['uuid'], n['reason'], n['instance_uuid'],
-              n['provision_state'], n['power_state'],
-              _('yes') if n['maintenance'] else _('no'))
-             for n in doc['managed']], '  ')
-    if doc['stranded']:
-        lines.append('')
-        lines.append(_('Stranded nodes (their instance belongs to a peer '
-                       'that is not alive)'))
-        lines += _output.format_table(
-            (_('NODE'), _('INSTANCE'), _('OWNER'), _('SUGGESTED HOST')),
-            [(s['node'], s['instance'], s['owner'], s['suggested_host'])
-             for s in doc['stranded']], '  ')
-    advice = _advice(doc)
-    if advice:
-        lines.append('')
-        lines += advice
-    return lines
-
-
-def run(conf):
-    """Run ``ironic-partition status``.
-
-    :param conf: the parsed ``ConfigOpts``.
-    :returns: the exit code.
-    """
-    args = conf.command
-    instance_hosts = instance_owners.load(args.instance_hosts)
-    data = gather(conf, args.role, instance_hosts, _output.Progress())
-    doc = to_dict(data)
-    if args.format == 'json':
-        _output.emit_json(doc)
-    else:
-        _output.write_lines(render(doc, long_listing=args.long))
-    return _errors.EXIT_OK
-
-
-def add_parsers(subparsers):
-    """Add the ``status`` subcommand.
-
-    :param subparsers: the argparse subparsers of ``ironic-partition``.
-    :returns: None
-    """
-    parser = subparsers.add_parser(
-        'status', help=_('Show the nodes this host manages, its peers and '
-                         'the stranded nodes.'),
-        epilog=_errors.exit_codes_epilog())
-    _args.add_format_argument(parser)
-    _args.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
-    _args.add_instance_hosts_argument(parser)
-    parser.add_argument('--long', action='store_true',
-                        help=_('List every managed node.'))
-    parser.set_defaults(func=run)
+    doc = dict(doc, advice=advice(doc))
+    doc['peers'] = (doc['peers'], doc['services'], doc['peer_list'],
+                    doc['host'])
+    return base_cmd.record(doc, {
+        'peers': PeersColumn,
+        'managed': LongManagedColumn if long_listing else ManagedColumn,
+        'advice': base_cmd.LinesColumn,
+        'ring_members': base_cmd.ListColumn,
+        'peer_list': base_cmd.ListColumn,
+    })

@@ -25,9 +25,7 @@ them then. Fails, changing nothing, when no live process holds HOST.
 from oslo_utils import uuidutils
 
 from ironic_partition._i18n import _
-from ironic_partition.cmd import _args
-from ironic_partition.cmd import _errors
-from ironic_partition.cmd import _output
+from ironic_partition.cmd import base as base_cmd
 from ironic_partition import conf as ip_conf
 from ironic_partition import identity
 from ironic_partition.membership import base as membership_base
@@ -35,48 +33,52 @@ from ironic_partition import readonly
 from ironic_partition import settings as settings_mod
 
 
-def run(conf):
-    """Run ``ironic-partition takeover``.
+class Takeover(base_cmd.ShowOne):
+    """Fence the live process holding a host name, for a new one.
 
-    :param conf: the parsed ``ConfigOpts``.
-    :returns: the exit code.
+    The process loses the name at once: it can no longer heartbeat, renew
+    or take a claim, and reports nothing from its next action on. Its
+    claims expire within ``[ironic_partition] lease_time``; the next
+    process started as HOST takes them then. Fails, changing nothing, when
+    no live process holds HOST. Prints the process that was fenced.
     """
-    args = conf.command
-    host = ip_conf.normalize_host(args.host)
-    db = settings_mod.database_settings(conf).connect()
-    readonly.check_database(db)
-    fence = uuidutils.generate_uuid()
-    result = db.services.register_service(
-        host, args.role, fence, origin='ironic-partition takeover (%s)'
-        % identity.origin(), liveness_token=None,
-        service_down_time=conf.ironic_partition.service_down_time,
-        takeover=True)
-    # NOTE(ironic-partition): give the name up at once, keeping the row
-    # alive: peers keep HOST in the ring until the next process takes it.
-    db.services.release_service(host, args.role, fence, down=False)
-    old = result.replaced
-    _output.write_lines([
-        _('Took host %(host)s (%(role)s) away from incarnation %(inc)s on '
-          '%(origin)s (started at %(started)s). Its claims expire within '
-          '[ironic_partition] lease_time; start the new process as '
-          '%(host)s now.') % {
-            'host': host, 'role': args.role, 'inc': old.incarnation,
-            'origin': old.origin or '?',
-            'started': (old.started_at.isoformat() if old.started_at
-                        else '?')}])
-    return _errors.EXIT_OK
 
+    default_role = membership_base.ROLE_NOVA_COMPUTE
 
-def add_parsers(subparsers):
-    """Add the ``takeover`` subcommand.
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('host', metavar='HOST',
+                            help=_('The host name to take over.'))
+        return parser
 
-    :param subparsers: the argparse subparsers of ``ironic-partition``.
-    :returns: None
-    """
-    parser = subparsers.add_parser(
-        'takeover', help=_('Fence the live process that holds a host name, '
-                           'so that a new one can start as that host.'),
-        epilog=_errors.exit_codes_epilog())
-    parser.add_argument('host', help=_('The host name to take over.'))
-    _args.add_role_argument(parser, membership_base.ROLE_NOVA_COMPUTE)
-    parser.set_defaults(func=run)
+    def take_action(self, parsed_args):
+        conf = self.load_conf(parsed_args)
+        host = ip_conf.normalize_host(parsed_args.host)
+        role = parsed_args.role
+        db = settings_mod.database_settings(conf).connect()
+        try:
+            readonly.check_database(db)
+            fence = uuidutils.generate_uuid()
+            result = db.services.register_service(
+                host, role, fence, origin='ironic-partition takeover (%s)'
+                % identity.origin(), liveness_token=None,
+                service_down_time=conf.ironic_partition.service_down_time,
+                takeover=True)
+            # NOTE(ironic-partition): give the name up at once, keeping
+            # the row alive: peers keep HOST in the ring until the next
+            # process takes it.
+            db.services.release_service(host, role, fence, down=False)
+        finally:
+            db.dispose()
+        old = result.replaced
+        return base_cmd.record({
+            'host': host,
+            'role': role,
+            'fenced_incarnation': old.incarnation,
+            'fenced_origin': old.origin,
+            'fenced_started_at': (old.started_at.isoformat()
+                                  if old.started_at else None),
+            'next_step': _('Its claims expire within [ironic_partition] '
+                           'lease_time; start the new process as %s now.')
+            % host,
+        })

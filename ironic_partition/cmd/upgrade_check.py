@@ -38,7 +38,7 @@ from oslo_upgradecheck import upgradecheck
 
 from ironic_partition._i18n import _
 from ironic_partition import claim_settings
-from ironic_partition.cmd import check
+from ironic_partition.cmd import checks
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
@@ -112,8 +112,8 @@ class Checks(upgradecheck.UpgradeCommands):
 
     def _run(self):
         if self._doc is None:
-            self._doc = check.run_checks(self.conf, self.conf.role,
-                                         feed_usable=True, fleet=True)
+            self._doc = checks.run_checks(self.conf, self.conf.role,
+                                          feed_usable=True, fleet=True)
         return self._doc
 
     def _group(self, names):
@@ -154,7 +154,7 @@ class Checks(upgradecheck.UpgradeCommands):
 
 
 def _group_check(names):
-    return lambda checks: checks._group(names)
+    return lambda self: self._group(names)
 
 
 # NOTE(ironic-partition): the table's rows, in order: the configuration,
@@ -189,9 +189,9 @@ def main(argv=None, conf=None):
     :returns: the exit code.
     """
     conf = conf if conf is not None else cfg.ConfigOpts()
-    checks = Checks(conf)
+    commands = Checks(conf)
     register_opts(conf)
-    upgradecheck.register_cli_options(conf, checks)
+    upgradecheck.register_cli_options(conf, commands)
     conf(sys.argv[1:] if argv is None else argv, project=PROJECT,
          prog='ironic-partition-status')
     # NOTE(ironic-partition): what upgradecheck.main() sets; check()

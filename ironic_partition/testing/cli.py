@@ -41,6 +41,45 @@ def cli_argv():
     return [sys.executable, '-m', 'ironic_partition.cmd.cli']
 
 
+def osc_argv():
+    """The OpenStack client (``openstack``) next to this interpreter.
+
+    :returns: the argv prefix, or None where it is not installed.
+    """
+    script = os.path.join(os.path.dirname(os.path.abspath(sys.executable)),
+                          'openstack')
+    return [script] if os.access(script, os.X_OK) else None
+
+
+def write_clouds_yaml(path, clouds):
+    """Write a clouds.yaml for the OpenStack client.
+
+    :param path: where.
+    :param clouds: cloud name to its settings, e.g. ``{'auth_type':
+        'none', 'auth': {'endpoint': URL}}``.
+    :returns: the path.
+    """
+    with open(path, 'w') as stream:
+        json.dump({'clouds': clouds}, stream, indent=2)
+    return path
+
+
+def run_osc(clouds_yaml, *args, timeout=120):
+    """Run ``openstack`` with a clouds.yaml and wait for it.
+
+    :param clouds_yaml: the file (``OS_CLIENT_CONFIG_FILE``).
+    :param args: the arguments.
+    :param timeout: seconds.
+    :returns: a ``subprocess.CompletedProcess`` with text output.
+    """
+    env = cli_env()
+    env = {k: v for k, v in env.items() if not k.startswith('OS_')}
+    env['OS_CLIENT_CONFIG_FILE'] = clouds_yaml
+    return subprocess.run(osc_argv() + list(args), capture_output=True,
+                          text=True, timeout=timeout, env=env,
+                          stdin=subprocess.DEVNULL)
+
+
 def cli_env():
     """The environment of a CLI subprocess.
 
@@ -123,3 +162,23 @@ def read_json(path):
             return json.load(stream)
     except (OSError, ValueError):
         return None
+
+
+def findings(rows):
+    """The rows of ``check -f json`` grouped by result.
+
+    :param rows: the decoded JSON list (``check``, ``result``,
+        ``message``).
+    :returns: a dict with ``problems`` and ``warnings`` (lists of
+        ``{'check', 'message'}``), ``passed`` and ``skipped`` (check
+        names), each in the order listed.
+    """
+    doc = {'problems': [], 'warnings': [], 'passed': [], 'skipped': []}
+    for row in rows:
+        result = row['result']
+        if result in ('problem', 'warning'):
+            doc[result + 's'].append({'check': row['check'],
+                                      'message': row['message']})
+        else:
+            doc[result].append(row['check'])
+    return doc

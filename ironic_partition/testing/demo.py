@@ -50,8 +50,9 @@ import tempfile
 import time
 import uuid
 
+import prettytable
+
 from ironic_partition.cmd import _errors
-from ironic_partition.cmd import _output
 from ironic_partition import testing as harness
 from ironic_partition.testing import cli as harness_cli
 from ironic_partition.testing import narrator as harness_narrator
@@ -345,9 +346,13 @@ class Demo(object):
                          ','.join(report['peer_list']),
                          'yes' if report['ready'] else 'NO', managed,
                          managed - inst, inst))
-        return _output.format_table(
+        table = prettytable.PrettyTable(
             ('AGENT', 'GROUP', 'PEER LIST', 'READY', 'MANAGED', 'BY RING',
-             'BY INSTANCE'), rows)
+             'BY INSTANCE'))
+        table.align = 'l'
+        table.add_rows([['-' if v is None else v for v in row]
+                        for row in rows])
+        return table.get_string().splitlines()
 
     def cli(self, agent, *args):
         """Run ``ironic-partition`` with an agent's configuration; show it.
@@ -363,8 +368,10 @@ class Demo(object):
         shown += [os.path.basename(a) if a.startswith(self.workdir) else a
                   for a in args]
         self.n.block(['$ ' + ' '.join(shown)], indent='  ')
+        # NOTE(ironic-partition): cliff wraps a table wider than this.
+        env = dict(harness_cli.cli_env(), CLIFF_MAX_TERM_WIDTH='100')
         proc = subprocess.run(argv, capture_output=True, text=True,
-                              timeout=120, stdin=subprocess.DEVNULL)
+                              timeout=120, stdin=subprocess.DEVNULL, env=env)
         self.n.block((proc.stdout + proc.stderr).rstrip('\n').split('\n'))
         return proc.returncode
 
@@ -428,7 +435,9 @@ class Demo(object):
         self.n.say('a2\'s instance nodes are stranded: nobody may manage '
                    'them while a2 is dead. status says what to do:')
         code = self.cli('a1', 'status', '--role', 'agent',
-                        '--instance-hosts', self.path('instances.json'))
+                        '--instance-hosts', self.path('instances.json'),
+                        '-c', 'peers', '-c', 'managed_count', '-c',
+                        'stranded', '-c', 'advice')
         if code:
             problems.append('"ironic-partition status" exited with %d'
                             % code)
@@ -508,7 +517,9 @@ class Demo(object):
         """
         self.n.title('Step 4: what if? (offline, no service needed)')
         code = self.cli('a1', 'simulate', '--nodes', '100000', '--members',
-                        '100', '--leave', '1', '--compare', '--top', '5')
+                        '100', '--leave', '1', '--compare', '-c', 'mode',
+                        '-c', 'max_over_fair_after', '-c', 'moved', '-c',
+                        'moved_percent', '-c', 'seconds')
         self.record('simulate', code == 0,
                     'exit code %d' % code)
 

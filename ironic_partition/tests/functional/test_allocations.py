@@ -29,13 +29,14 @@ API), which Ironic's allocation treats the same way.
 """
 
 from concurrent import futures
-import io
 import json
 import logging
+import os
 import threading
 import time
 import uuid
 
+import fixtures
 from openstack import exceptions as sdk_exc
 from oslo_config import cfg
 from oslotest import base
@@ -48,6 +49,7 @@ from ironic_partition.membership import static
 from ironic_partition import partitioner
 from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness
+from ironic_partition.testing import cli as harness_cli
 from ironic_partition.testing import db as harness_db
 from ironic_partition.tests.functional import test_harness
 
@@ -63,14 +65,11 @@ MIN_SHARE = 53
 WORKERS = 4
 
 
-def _conf(endpoint, host, key, peers, argv=None):
-    """A service's configuration; with ``argv``, a parsed CLI run."""
+def _conf(endpoint, host, key, peers):
+    """A service's configuration."""
     conf = cfg.ConfigOpts()
     ip_conf.register_opts(conf)
-    if argv is not None:
-        conf.register_cli_opt(cfg.SubCommandOpt(
-            'command', handler=reserve_cmd.add_parsers))
-    conf(list(argv or ()), project='ironic-partition')
+    conf([], project='ironic-partition')
     conf.set_override('auth_type', 'none', 'ironic')
     conf.set_override('endpoint_override', endpoint, 'ironic')
     conf.set_override('host', host, 'ironic_partition')
@@ -383,16 +382,20 @@ class AllocationsTestCase(test_harness.TeardownAssertions,
         self.assert_no_allocation_left()
 
         # The CLI: the same path, JSON out, one line on error.
+        path = harness_cli.agent_conf(
+            os.path.join(self.useFixture(fixtures.TempDir()).path,
+                         'cn1.conf'),
+            self.ironic.endpoint, 'cn1', 'rack1', ['cn1'],
+            self.useFixture(fixtures.TempDir()).path,
+            membership_backend='static')
+
         def run(*argv):
-            conf = _conf(self.ironic.endpoint, 'cn1', 'rack1', ['cn1'],
-                         argv=argv)
-            out, err = io.StringIO(), io.StringIO()
-            code = conf.command.func(conf, out=out, err=err)
-            return code, out.getvalue(), err.getvalue()
+            proc = harness_cli.run_cli('--config-file', path, *argv)
+            return proc.returncode, proc.stdout, proc.stderr
 
         instance = str(uuid.uuid4())
         code, out, err = run('reserve', 'baremetal', '--name', 'demo',
-                             '--instance-uuid', instance, '--format', 'json')
+                             '--instance-uuid', instance, '-f', 'json')
         self.assertEqual((0, ''), (code, err))
         doc = json.loads(out)
         self.assertEqual(instance, doc['allocation_id'])
@@ -403,11 +406,14 @@ class AllocationsTestCase(test_harness.TeardownAssertions,
         self.assertEqual(reserve_cmd.EXIT_RESERVATION_FAILED, code)
         self.assertEqual(1, err.count('\n'))
         self.assertIn("No node of conductor group 'rack1'", err)
-        code, out, err = run('release', 'demo')
+        code, out, err = run('release', 'demo', '-f', 'value', '-c',
+                             'released', '-c', 'allocation', '-c', 'node')
+        self.assertEqual((0, ''), (code, err))
+        self.assertEqual(['True', instance, doc['node_id']],
+                         out.splitlines())
+        code, out, err = run('release', instance, '-f', 'json')
         self.assertEqual(0, code)
-        self.assertIn('Released allocation %s of node %s'
-                      % (instance, doc['node_id']), out)
-        code, out, err = run('release', instance)
-        self.assertEqual(0, code)
-        self.assertIn('Nothing to release', out)
+        self.assertEqual({'released': False, 'allocation': None,
+                          'node': None, 'target': instance},
+                         json.loads(out))
         self.assert_no_allocation_left()

@@ -55,6 +55,7 @@ AGENT_OPTIONS = harness_cli.AGENT_OPTIONS
 agent_conf = harness_cli.agent_conf
 cli_argv = harness_cli.cli_argv
 cli_env = harness_cli.cli_env
+findings = harness_cli.findings
 read_json = harness_cli.read_json
 run_cli = harness_cli.run_cli
 write_conf = harness_cli.write_conf
@@ -207,7 +208,7 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
     def test_status(self):
         proc = run_cli('--config-file', self.conf(), 'status', '--role',
                        'agent', '--instance-hosts', self.instance_hosts,
-                       '--format', 'json')
+                       '-f', 'json')
         self.assertEqual(0, proc.returncode, proc.stderr)
         doc = json.loads(proc.stdout)
         self.assertEqual(['a1', 'a2'], doc['peers']['live'])
@@ -234,8 +235,9 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
             TIMEOUT, "a1's report to match status")
         # The claims behind that report, as the database holds them.
         proc = run_cli('--config-file', self.conf(), 'status', '--role',
-                       'agent', '--format', 'json')
+                       'agent', '-f', 'json', '-c', 'claims')
         self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertEqual(['claims'], list(json.loads(proc.stdout)))
         claims = json.loads(proc.stdout)['claims']
         self.assertTrue(claims['enabled'])
         self.assertEqual(len(mine), claims['held'])
@@ -244,71 +246,98 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         table = run_cli('--config-file', self.conf(), 'status', '--role',
                         'agent', '--instance-hosts', self.instance_hosts)
         self.assertEqual(0, table.returncode, table.stderr)
-        self.assertIn('Claims (by the database clock)', table.stdout)
-        self.assertIn('a3    never seen', table.stdout)
+        self.assertRegex(table.stdout, r'\| claims +\| enabled=True, ')
+        self.assertIn('a3: never seen', table.stdout)
         self.assertIn('nova-manage db ironic_compute_node_move',
                       table.stdout)
         self.assertEqual('', table.stderr)
+        # One value, for a script: -f value -c COLUMN.
+        value = run_cli('--config-file', self.conf(), 'status', '--role',
+                        'agent', '-f', 'value', '-c', 'managed_count')
+        self.assertEqual((0, '%d\n' % len(mine)),
+                         (value.returncode, value.stdout), value.stderr)
 
     def test_ring(self):
         proc = run_cli('--config-file', self.conf(), 'ring', '--role',
-                       'agent', '--format', 'json')
+                       'agent', '-f', 'json')
         self.assertEqual(0, proc.returncode, proc.stderr)
-        doc = json.loads(proc.stdout)
+        rows = json.loads(proc.stdout)
         ring = hash_ring.HashRing(['a1', 'a2'])
         free = self.free_nodes('rack1')
         expected = {m: sum(1 for u in free if ring.get_node(u) == m)
                     for m in ('a1', 'a2')}
-        self.assertEqual(expected, {m['member']: m['ring_nodes']
-                                    for m in doc['members']})
-        self.assertEqual(['a3'], doc['not_on_ring']['never_seen'])
-        self.assertEqual(max(expected.values()), doc['balance']['max'])
+        self.assertEqual(dict(expected, a3=0),
+                         {r['member']: r['ring_nodes'] for r in rows})
+        self.assertEqual({'a1': 'live', 'a2': 'live', 'a3': 'never seen'},
+                         {r['member']: r['state'] for r in rows})
+        fair = sum(expected.values()) / 2
+        self.assertEqual(
+            '%+.1f%%' % (100.0 * (expected['a1'] - fair) / fair),
+            [r['vs_fair'] for r in rows if r['member'] == 'a1'][0])
+        # cliff's own options: sorted, one column, CSV.
+        proc = run_cli('--config-file', self.conf(), 'ring', '--role',
+                       'agent', '-f', 'csv', '-c', 'member', '-c',
+                       'ring_nodes', '--sort-column', 'ring_nodes',
+                       '--sort-ascending')
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertEqual(
+            ['"member","ring_nodes"'] + ['"%s",%d' % item for item in
+                                         sorted(dict(expected, a3=0).items(),
+                                                key=lambda i: i[1])],
+            proc.stdout.splitlines())
 
         proc = run_cli('--config-file', self.conf(), 'ring', '--conductors',
-                       '--format', 'json')
+                       '-f', 'json')
         self.assertEqual(0, proc.returncode, proc.stderr)
-        doc = json.loads(proc.stdout)
-        by_group = {g['conductor_group']: g for g in doc['groups']}
+        rows = json.loads(proc.stdout)
         for group in GROUPS:
             conductor = self.ironic.conductors_in(group)[0]
             self.assertEqual(
-                [{'hostname': conductor.hostname,
+                [{'conductor_group': group,
+                  'conductor': conductor.hostname, 'state': 'alive',
                   'nodes': len(self.group_nodes(group)),
                   'share_percent': 100.0}],
-                by_group[group]['conductors'])
-        self.assertEqual(NODES, doc['nodes'])
+                [r for r in rows if r['conductor_group'] == group])
+        self.assertEqual(NODES, sum(r['nodes'] for r in rows))
         table = run_cli('--config-file', self.conf(), 'ring',
                         '--conductors', '--group', 'rack2')
         self.assertEqual(0, table.returncode, table.stderr)
-        self.assertIn('Conductor group rack2', table.stdout)
+        self.assertIn('| rack2 ', table.stdout)
         self.assertNotIn('rack1', table.stdout)
 
+    def check(self, path, *args):
+        """``check -f value`` as (result, message) lines, and its code."""
+        proc = run_cli('--config-file', path, 'check', '-f', 'value', '-c',
+                       'result', '-c', 'message', *args)
+        found = [tuple(line.split(' ', 1)) for line in
+                 proc.stdout.splitlines()
+                 if line.split(' ', 1)[0] in ('problem', 'warning')]
+        return proc.returncode, found, proc
+
     def test_check(self):
-        proc = run_cli('--config-file', self.conf(), 'check', '--role',
-                       'agent')
-        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode, proc.stderr)
+        code, found, proc = self.check(self.conf(), '--role', 'agent')
+        self.assertEqual(_errors.EXIT_PROBLEMS, code, proc.stderr)
         self.assertEqual(
-            ["problem: Peer 'a3' in [ironic] peer_list has never "
-             "heartbeated in the membership database: it is not running, "
-             "runs with another membership database or role, or registers "
-             "under another name (check its [ironic_partition] host)."],
-            proc.stdout.splitlines())
+            [('problem', "Peer 'a3' in [ironic] peer_list has never "
+              "heartbeated in the membership database: it is not running, "
+              "runs with another membership database or role, or registers "
+              "under another name (check its [ironic_partition] host).")],
+            found)
         good = self.conf('good.conf', peers=['a1', 'a2'])
         proc = run_cli('--config-file', good, 'check', '--role', 'agent',
-                       '--format', 'json')
+                       '-f', 'json')
         self.assertEqual(0, proc.returncode, proc.stdout)
-        doc = json.loads(proc.stdout)
+        doc = findings(json.loads(proc.stdout))
         self.assertEqual([], doc['problems'])
         self.assertEqual(['config', 'database', 'duplicates', 'ironic',
                           'group', 'case', 'peers', 'shards'], doc['passed'])
         case = self.conf('case.conf', key='RACK1', peers=['A1', 'a2'])
-        proc = run_cli('--config-file', case, 'check', '--role', 'agent')
-        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
-        lines = proc.stdout.splitlines()
-        self.assertEqual(2, len(lines), lines)
+        code, found, proc = self.check(case, '--role', 'agent')
+        self.assertEqual(_errors.EXIT_PROBLEMS, code)
+        self.assertEqual(2, len(found), found)
         self.assertIn("partition_key 'RACK1' differs in case from Ironic's "
-                      "conductor group 'rack1'", lines[0])
-        self.assertIn("peer_list entry 'A1' differs in case", lines[1])
+                      "conductor group 'rack1'", found[0][1])
+        self.assertIn("peer_list entry 'A1' differs in case", found[1][1])
 
     def upgrade_check(self, path, *args):
         proc = subprocess.run(
@@ -378,8 +407,8 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
                 _errors.EXIT_CONFIG,
                 "[ironic] partition_key 'rack9' is not a conductor group",
                 "Known groups: 'rack1', 'rack2'")
-        proc = run_cli('--config-file', path, 'check')
-        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
+        code, found, proc = self.check(path)
+        self.assertEqual(_errors.EXIT_PROBLEMS, code)
         self.assertIn("partition_key 'rack9' is not a conductor group",
                       proc.stdout)
 
@@ -391,9 +420,9 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
                 run_cli('--config-file', path, command, '--role', 'agent'),
                 _errors.EXIT_IRONIC, 'Ironic at %s is unavailable'
                 % endpoint)
-        proc = run_cli('--config-file', path, 'check', '--role', 'agent')
-        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
-        self.assertIn('problem: Ironic at %s is unavailable' % endpoint,
+        code, found, proc = self.check(path, '--role', 'agent')
+        self.assertEqual(_errors.EXIT_PROBLEMS, code)
+        self.assertIn('problem Ironic at %s is unavailable' % endpoint,
                       proc.stdout)
 
     def test_unreachable_database(self):
@@ -407,9 +436,9 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
                 'Cannot connect to the membership database',
                 '[ironic_partition_database] connection')
             self.assertNotIn('secret', line)
-        proc = run_cli('--config-file', path, 'check', '--role', 'agent')
-        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
-        self.assertIn('problem: Cannot connect to the membership database',
+        code, found, proc = self.check(path, '--role', 'agent')
+        self.assertEqual(_errors.EXIT_PROBLEMS, code)
+        self.assertIn('problem Cannot connect to the membership database',
                       proc.stdout)
 
     def test_malformed_config(self):
@@ -427,6 +456,68 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
                 _errors.EXIT_CONFIG, '[ironic] partition_key',
                 "'rack 1' contains ' '")
 
+    def osc(self, cloud, *args):
+        """``openstack --os-cloud CLOUD baremetal partition ...``."""
+        if harness_cli.osc_argv() is None:
+            self.fail('the OpenStack client is not installed next to %s'
+                      % sys.executable)
+        endpoint = ('http://127.0.0.1:%d' % unused_port() if cloud == 'down'
+                    else self.ironic.endpoint)
+        clouds = harness_cli.write_clouds_yaml(
+            os.path.join(self.workdir, 'clouds-%s.yaml' % cloud),
+            {cloud: {'auth_type': 'none', 'auth': {'endpoint': endpoint},
+                     'baremetal_api_version': '1.82'}})
+        return harness_cli.run_osc(clouds, '--os-cloud', cloud, 'baremetal',
+                                   'partition', *args), endpoint
+
+    def test_openstack_client(self):
+        # The same commands through the OpenStack client: osc-lib
+        # authenticates from clouds.yaml; the partition settings still
+        # come from the service's configuration file.
+        mine = run_cli('--config-file', self.conf(), 'status', '--role',
+                       'agent', '-f', 'json', '-c', 'managed')
+        self.assertEqual(0, mine.returncode, mine.stderr)
+        proc, _e = self.osc('ironic', 'status', '--config-file', self.conf(),
+                            '--role', 'agent', '-f', 'json')
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        doc = json.loads(proc.stdout)
+        self.assertEqual(json.loads(mine.stdout)['managed'], doc['managed'])
+        self.assertEqual(['a1', 'a2'], doc['peers']['live'])
+        self.assertEqual(len(self.group_nodes('rack1')), doc['listed'])
+        proc, _e = self.osc('ironic', 'status', '--config-file', self.conf(),
+                            '--role', 'agent', '-f', 'value', '-c', 'host',
+                            '-c', 'partition_key')
+        self.assertEqual((0, ['a1', 'rack1']),
+                         (proc.returncode, proc.stdout.splitlines()),
+                         proc.stderr)
+        # Ironic's conductor rings need no configuration file at all.
+        proc, _e = self.osc('ironic', 'ring', '--conductors', '-f', 'value',
+                            '-c', 'conductor_group', '-c', 'nodes')
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertEqual(sorted('%s %d' % (g, len(self.group_nodes(g)))
+                                for g in GROUPS),
+                         sorted(proc.stdout.splitlines()))
+        proc, _e = self.osc('ironic', 'check', '--config-file', self.conf(),
+                            '--role', 'agent', '-f', 'json')
+        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode, proc.stderr)
+        self.assertEqual(['peers'], [p['check'] for p in findings(
+            json.loads(proc.stdout))['problems']])
+        # simulate asks no service: no cloud needed to authenticate.
+        proc, _e = self.osc('ironic', 'simulate', '--nodes', '1000',
+                            '--leave', '1', '-f', 'value', '-c', 'moved')
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertGreater(int(proc.stdout), 0)
+        # An unreachable Ironic: one line, the documented code.
+        proc, endpoint = self.osc('down', 'ring', '--conductors')
+        self.assert_one_line_error(proc, _errors.EXIT_IRONIC,
+                                   'Ironic at %s' % endpoint,
+                                   'is unavailable')
+        # serve runs a service: the OpenStack client does not offer it.
+        proc, _e = self.osc('ironic', 'serve')
+        self.assertEqual(_errors.EXIT_USAGE, proc.returncode)
+        self.assertIn("'baremetal partition serve' is not an openstack "
+                      "command", proc.stdout)
+
     def test_host_missing_from_peer_list(self):
         path = self.conf('nohost.conf', peers=['a2', 'a3'])
         for command in ('status', 'ring'):
@@ -435,10 +526,11 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
                 _errors.EXIT_CONFIG,
                 "[ironic] peer_list ['a2', 'a3'] must contain this "
                 "service's own host 'a1'")
-        proc = run_cli('--config-file', path, 'check', '--role', 'agent')
-        self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode)
+        code, found, proc = self.check(path, '--role', 'agent')
+        self.assertEqual(_errors.EXIT_PROBLEMS, code)
+        self.assertEqual('problem', found[0][0])
         self.assertIn("must contain this service's own host 'a1'",
-                      proc.stdout.splitlines()[0])
+                      found[0][1])
 
 
 class SimulateTestCase(base.BaseTestCase):
@@ -447,11 +539,11 @@ class SimulateTestCase(base.BaseTestCase):
     def test_simulate_offline(self):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = run_cli('simulate', '--nodes', '100000', '--members', '100',
-                       '--leave', 'compute-42', '--format', 'json')
+                       '--leave', 'compute-42', '-f', 'json')
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         self.assertEqual(0, proc.returncode, proc.stderr)
-        doc = json.loads(proc.stdout)
-        self.assertLessEqual(doc['seconds'], 5.0)
+        [run] = json.loads(proc.stdout)
+        self.assertLessEqual(run['seconds'], 5.0)
         # NOTE(ironic-partition): the whole command, start-up included,
         # in CPU seconds: wall time on a machine shared with other jobs
         # measures their load, not this command.
@@ -463,4 +555,4 @@ class SimulateTestCase(base.BaseTestCase):
         moved = hash_ring.diff(
             nodes, hash_ring.HashRing(members),
             hash_ring.HashRing([m for m in members if m != 'compute-42']))
-        self.assertEqual(len(moved), doc['runs'][0]['moved'])
+        self.assertEqual(len(moved), run['moved'])

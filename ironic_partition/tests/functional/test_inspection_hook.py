@@ -42,6 +42,7 @@ from ironic_partition.cmd import _errors
 from ironic_partition import conf as ip_conf
 from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness
+from ironic_partition.testing import cli as harness_cli
 from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import ironic as harness_ironic
 from ironic_partition.tests.functional import test_cli
@@ -394,11 +395,11 @@ class InspectionHookTestCase(test_cli.SharedIronic, base.BaseTestCase):
             [sys.executable, '-m', 'ironic_partition.cmd.cli',
              '--config-file', conf, 'check', '--role', 'agent',
              '--inspection-config', self.ironic.config_file,
-             '--format', 'json'],
+             '-f', 'json'],
             capture_output=True, text=True, timeout=120, env=env,
             stdin=subprocess.DEVNULL)
         self.assertEqual(_errors.EXIT_PROBLEMS, proc.returncode, proc.stderr)
-        doc = json.loads(proc.stdout)
+        doc = harness_cli.findings(json.loads(proc.stdout))
         self.addDetail('check-output', content.text_content(
             proc.stdout))
         served = [p['message'] for p in doc['problems']

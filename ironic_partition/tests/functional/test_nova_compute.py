@@ -22,6 +22,7 @@ resource-tracker log lines, never our own reports. See
 ``doc/source/contributor/nova-lane.rst``.
 """
 
+import json
 import logging
 import os
 import re
@@ -652,9 +653,12 @@ class PartitionLaneTest(_Lane):
         self.nova.pause_compute('cn3')
         try:
             out = harness_cli.run_cli('--config-file', old.config_file,
-                                      'takeover', 'cn3')
+                                      'takeover', 'cn3', '-f', 'json')
             self.assertEqual(0, out.returncode, out.stderr)
-            self.assertIn('Took host cn3 (nova-compute) away', out.stdout)
+            fenced = json.loads(out.stdout)
+            self.assertEqual(('cn3', 'nova-compute'),
+                             (fenced['host'], fenced['role']))
+            self.assertIsNotNone(fenced['fenced_incarnation'])
             started = time.time()
             new = self.nova._service(
                 'nova-compute-cn3-new',

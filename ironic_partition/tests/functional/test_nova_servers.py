@@ -343,8 +343,7 @@ class ServersLaneTest(test_nova_compute._Lane):
         out = harness_cli.run_cli(
             '--config-file', self.nova.computes[host].config_file,
             '--config-file', extra, 'status', '--role', 'nova-compute',
-            '--instance-hosts', self._write_instance_hosts(), '--format',
-            'json')
+            '--instance-hosts', self._write_instance_hosts(), '-f', 'json')
         self.assertEqual(0, out.returncode, out.stderr)
         return json.loads(out.stdout)
 

@@ -362,7 +362,7 @@ class GroupChangeTestCase(test_cli.SharedIronic, base.BaseTestCase):
         out = subprocess.run(
             test_cli.cli_argv() + [
                 '--config-file', b1.conf_path, 'status', '--role', 'agent',
-                '--instance-hosts', self.instance_hosts, '--format', 'json'],
+                '--instance-hosts', self.instance_hosts, '-f', 'json'],
             env=test_cli.cli_env(), capture_output=True, text=True,
             timeout=120)
         self.assertEqual(0, out.returncode, out.stderr)

@@ -29,14 +29,13 @@ import uuid
 import fixtures
 from keystoneauth1 import exceptions as ks_exc
 from openstack import exceptions as sdk_exc
-from oslo_config import cfg
 import requests
 
 from ironic_partition import allocation_request
 from ironic_partition import allocations
 from ironic_partition import baremetal
+from ironic_partition.cmd import cli
 from ironic_partition.cmd import reserve as reserve_cmd
-from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition import ironic_allocations
 from ironic_partition.membership import static
@@ -857,20 +856,18 @@ class TestCommand(base.TestCase):
     """
 
     def run_cmd(self, *argv):
-        conf = cfg.ConfigOpts()
-        ip_conf.register_opts(conf)
-        conf.register_cli_opt(cfg.SubCommandOpt(
-            'command', handler=reserve_cmd.add_parsers))
-        conf(list(argv), project='ironic-partition')
-        self.addCleanup(conf.reset)
-        conf.set_override('auth_type', 'none', 'ironic')
-        conf.set_override('endpoint_override', 'http://127.0.0.1:9',
-                          'ironic')
-        conf.set_override('membership_backend', 'static',
-                          'ironic_partition')
-        conf.set_override('host', 'cn1', 'ironic_partition')
+        path = self.useFixture(fixtures.TempDir()).join('test.conf')
+        with open(path, 'w') as stream:
+            stream.write('[ironic]\nauth_type = none\n'
+                         'endpoint_override = http://127.0.0.1:9\n'
+                         '[ironic_partition]\nmembership_backend = static\n'
+                         'host = cn1\n')
+        self.useFixture(fixtures.MonkeyPatch(
+            'ironic_partition.cmd.cli.IronicPartitionApp.setup_logging',
+            lambda app, conf, cmd: None))
         out, err = io.StringIO(), io.StringIO()
-        code = conf.command.func(conf, out=out, err=err)
+        app = cli.IronicPartitionApp(stdout=out, stderr=err)
+        code = app.run(['--config-file', path] + list(argv))
         return code, out.getvalue(), err.getvalue()
 
     def assert_one_line(self, text, command):
@@ -902,7 +899,7 @@ class TestCommand(base.TestCase):
             self.assertIn('not both and not neither', err)
 
     def test_unreachable_ironic(self):
-        for argv, command in ((('reserve', 'baremetal', '--format', 'json'),
+        for argv, command in ((('reserve', 'baremetal', '-f', 'json'),
                                'reserve'),
                               (('release', 'x'), 'release'),
                               (('release', '--node', 'n'), 'release')):

@@ -22,7 +22,7 @@ import fixtures
 from oslo_config import cfg
 
 from ironic_partition import baremetal
-from ironic_partition.cmd import check
+from ironic_partition.cmd import checks
 from ironic_partition.cmd import simulate
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import opts
@@ -338,9 +338,9 @@ class TestCommandsShard(base.TestCase):
     def _check(self, nodes, shard=None):
         client = mock.Mock()
         client.list_nodes.return_value = nodes
-        report = check._Report()
+        report = checks._Report()
         settings = ip_conf.PartitionSettings('rack1', (), 'cn1', shard)
-        check._check_shards(client, settings, report)
+        checks._check_shards(client, settings, report)
         return report
 
     def test_check_no_shards_in_use(self):

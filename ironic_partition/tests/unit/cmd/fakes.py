@@ -16,6 +16,8 @@
 
 import uuid
 
+from cliff import columns
+
 from ironic_partition import baremetal
 from ironic_partition.membership import base as mbase
 from ironic_partition.tests.unit import baremetal_fakes
@@ -111,3 +113,23 @@ class Membership(object):
 
     def status(self):
         return {'backend': self.name, 'connection': None}
+
+
+def human(values):
+    """What a table shows of each value of a record or a row.
+
+    :param values: a sequence of values, some ``FormattableColumn``.
+    :returns: a list of strings.
+    """
+    return [str(v.human_readable() if isinstance(v, columns.FormattableColumn)
+                else v) for v in values]
+
+
+def human_record(record):
+    """The text of a ``ShowOne`` record, as its table shows it.
+
+    :param record: ``(columns, values)``.
+    :returns: one string, ``name: value`` per line.
+    """
+    names, values = record
+    return '\n'.join('%s: %s' % pair for pair in zip(names, human(values)))

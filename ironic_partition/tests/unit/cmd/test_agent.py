@@ -22,7 +22,7 @@ from unittest import mock
 
 import fixtures
 
-from ironic_partition.cmd import agent
+from ironic_partition.cmd import agent_service as agent
 from ironic_partition import exception
 from ironic_partition.tests import base
 from ironic_partition.tests.unit.cmd import fakes

@@ -12,7 +12,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""``ironic-partition``'s entry point: parsing, output, errors."""
+"""``ironic-partition``, the cliff application: parsing, output, errors."""
 
 import io
 import json
@@ -20,7 +20,6 @@ import os
 from unittest import mock
 
 import fixtures
-from oslo_config import cfg
 from oslotest import base
 
 from ironic_partition.cmd import _errors
@@ -39,7 +38,8 @@ class TestMain(base.BaseTestCase):
         # NOTE: oslo.log's setup would add handlers to this process's root
         # logger for good.
         self.useFixture(fixtures.MonkeyPatch(
-            'ironic_partition.cmd.cli._setup_logging', lambda conf: None))
+            'ironic_partition.cmd.cli.IronicPartitionApp.setup_logging',
+            lambda app, conf, cmd: None))
         self.tmp = self.useFixture(fixtures.TempDir()).path
 
     def conf_file(self, text):
@@ -49,7 +49,8 @@ class TestMain(base.BaseTestCase):
         return path
 
     def main(self, *argv):
-        return cli.main(list(argv), conf=cfg.ConfigOpts())
+        app = cli.IronicPartitionApp(stdout=self.out, stderr=self.err)
+        return app.run(list(argv))
 
     def assert_one_error_line(self, code, expected_code, *needles):
         self.assertEqual(expected_code, code)
@@ -63,22 +64,33 @@ class TestMain(base.BaseTestCase):
 
     def test_simulate_json(self):
         code = self.main('simulate', '--nodes', '200', '--members', '3',
-                         '--leave', '1', '--format', 'json')
+                         '--leave', '1', '-f', 'json')
         self.assertEqual(0, code)
-        doc = json.loads(self.out.getvalue())
-        self.assertEqual(200, doc['nodes'])
-        self.assertEqual(['compute-3'], doc['event']['leaving'])
+        rows = json.loads(self.out.getvalue())
+        self.assertEqual(1, len(rows))
+        self.assertEqual(200, rows[0]['nodes'])
+        self.assertEqual((3, 2), (rows[0]['members_before'],
+                                  rows[0]['members_after']))
         self.assertEqual('', self.err.getvalue())
+
+    def test_simulate_moves_name_the_leaving_member(self):
+        code = self.main('simulate', '--nodes', '200', '--members', '3',
+                         '--leave', '1', '--show', 'moves', '-f', 'value',
+                         '-c', 'from')
+        self.assertEqual(0, code)
+        self.assertEqual({'compute-3'}, set(self.out.getvalue().split()))
 
     def test_simulate_mode_from_config(self):
         path = self.conf_file('[ironic_partition]\nring_mode = balanced\n'
                               'partition_exponent = 4\n')
-        code = self.main('--config-file', path, 'simulate', '--nodes',
-                         '100', '--format', 'json')
+        # The command's own --config-file, as inside the OpenStack client.
+        code = self.main('simulate', '--config-file', path, '--nodes',
+                         '100', '--show', 'members', '-f', 'json')
         self.assertEqual(0, code)
-        doc = json.loads(self.out.getvalue())
-        self.assertEqual(['balanced'], [r['mode'] for r in doc['runs']])
-        self.assertEqual(16, doc['partitions_per_member'])
+        rows = json.loads(self.out.getvalue())
+        self.assertEqual({'balanced'}, {r['mode'] for r in rows})
+        # 16 points per member balance 100 nodes within the load factor.
+        self.assertLessEqual(max(r['before'] for r in rows), 35)
 
     def test_missing_config_file(self):
         code = self.main('--config-file', '/nonexistent.conf', 'status')
@@ -113,8 +125,12 @@ class TestMain(base.BaseTestCase):
                                    'compute-9')
 
     def test_usage_error_is_argparse_2(self):
-        err = self.assertRaises(SystemExit, self.main, 'no-such-command')
-        self.assertEqual(2, err.code)
+        self.assertEqual(_errors.EXIT_USAGE, self.main('no-such-command'))
+        err = self.assertRaises(SystemExit, self.main, 'status', '--bogus')
+        self.assertEqual(_errors.EXIT_USAGE, err.code)
+        err = self.assertRaises(SystemExit, self.main)
+        self.assertEqual(_errors.EXIT_USAGE, err.code)
+        self.assertIn('a command is required', self.err.getvalue())
 
     def test_unexpected_error_is_one_line_70(self):
         with mock.patch.object(status, 'gather', autospec=True,
@@ -131,7 +147,9 @@ class TestMain(base.BaseTestCase):
         self.assertIn('interrupted', self.err.getvalue())
 
     def test_every_command_is_wired(self):
-        for command in ('status', 'ring', 'simulate', 'check', 'serve'):
-            err = self.assertRaises(SystemExit, self.main, command, '--help')
-            self.assertEqual(0, err.code)
+        for command in ('status', 'ring', 'simulate', 'check', 'reserve',
+                        'release', 'takeover', 'serve'):
+            self.out.truncate(0)
+            self.assertEqual(0, self.main(command, '--help'))
             self.assertIn('exit codes:', self.out.getvalue())
+            self.assertIn('--config-file', self.out.getvalue())

@@ -14,12 +14,14 @@
 
 """status, ring and check on fakes of Ironic and the membership."""
 
+import collections
 from unittest import mock
 
 from ironic_partition import baremetal
 from ironic_partition import change_feed
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import check
+from ironic_partition.cmd import checks
 from ironic_partition.cmd import ring
 from ironic_partition.cmd import status
 from ironic_partition import exception
@@ -77,8 +79,8 @@ class TestStatus(CommandTestCase):
         self.assertEqual(['a1', 'a3'], doc['peers']['live'])
         self.assertEqual(['a2'], doc['peers']['dead'])
         self.assertEqual({'alive': ['c1'], 'dead': []}, doc['conductors'])
-        text = '\n'.join(status.render(doc))
-        self.assertIn('a2    dead', text)
+        text = fakes.human_record(status.present(doc))
+        self.assertIn('a2: dead', text)
         self.assertIn('nova-manage db ironic_compute_node_move', text)
         self.assertIn('--down a2', text)
 
@@ -88,8 +90,9 @@ class TestStatus(CommandTestCase):
         self.assertEqual({'usable': False,
                           'problem': 'no change feed in this fake'},
                          doc['change_feed'])
-        self.assertIn('NOT usable, every refresh lists in full: no change '
-                      'feed in this fake', '\n'.join(status.render(doc)))
+        self.assertIn("Ironic's change feed is not usable, so every refresh "
+                      "lists the group in full: no change feed in this fake",
+                      fakes.human_record(status.present(doc)))
         # A fake Ironic with a feed: usable.
         fake = test_node_index.FakeIronic('first')
         for _ in range(12):
@@ -103,8 +106,8 @@ class TestStatus(CommandTestCase):
         self.assertEqual({'usable': True, 'problem': None},
                          doc['change_feed'])
         self.assertEqual(12, doc['listed'])
-        self.assertIn('usable: refreshes read what changed',
-                      '\n'.join(status.render(doc)))
+        self.assertNotIn('change feed is not usable',
+                         fakes.human_record(status.present(doc)))
 
     def test_stranded_nodes_need_no_listing_of_their_own(self):
         calls = []
@@ -125,12 +128,16 @@ class TestStatus(CommandTestCase):
         doc = status.to_dict(status.gather(self.conf, 'agent'))
         self.assertEqual([], doc['stranded'])
         self.assertIn('Pass --instance-hosts',
-                      '\n'.join(status.render(doc)))
+                      fakes.human_record(status.present(doc)))
 
     def test_long_lists_nodes(self):
         doc = status.to_dict(status.gather(self.conf, 'agent', self.HOSTS))
-        text = '\n'.join(status.render(doc, long_listing=True))
-        self.assertIn(self.nodes[0].id + '  instance  i-a1', text)
+        text = fakes.human_record(status.present(doc, long_listing=True))
+        self.assertIn(self.nodes[0].id + ' instance instance=i-a1', text)
+        short = fakes.human_record(status.present(doc))
+        self.assertNotIn(self.nodes[0].id, short)
+        self.assertIn('managed: %d nodes (--long lists them)'
+                      % doc['managed_count'], short)
 
     def test_faults(self):
         self.config(group='ironic', partition_key='rack9')
@@ -161,43 +168,47 @@ class TestRing(CommandTestCase):
                          doc['not_on_ring'])
         self.assertEqual([1, 0], [m['instance_nodes']
                                   for m in doc['members']])
-        text = '\n'.join(ring.render_compute(doc))
-        self.assertIn('a1 *', text)
-        self.assertIn('a2 (dead)', text)
+        rows = {r['member']: r for r in ring.member_rows(doc)}
+        self.assertTrue(rows['a1']['this_host'])
+        self.assertEqual(('dead', 0), (rows['a2']['state'],
+                                       rows['a2']['ring_nodes']))
 
     def test_conductor_rings(self):
         self.client.nodes += fakes.nodes(5, group='rack2', start=100)
-        doc = ring.conductor_rings(self.conf)
+        doc = ring.conductor_rings(self.client)
         groups = {g['conductor_group']: g for g in doc['groups']}
         self.assertEqual([{'hostname': 'c1', 'nodes': 40,
                            'share_percent': 100.0}],
                          groups['rack1']['conductors'])
         self.assertEqual(5, groups['rack2']['unmapped_nodes'])
-        self.assertIn('5 nodes have no alive conductor',
-                      '\n'.join(ring.render_conductors(doc)))
+        self.assertIn({'conductor_group': 'rack2', 'conductor': None,
+                       'state': 'no alive conductor', 'nodes': 5,
+                       'share_percent': 100.0}, ring.conductor_rows(doc))
         self.assertRaises(exception.UnknownConductorGroup,
-                          ring.conductor_rings, self.conf, 'nope')
+                          ring.conductor_rings, self.client, 'nope')
 
 
 class TestCheck(CommandTestCase):
 
     def test_all_good(self):
         self.membership.dead = frozenset()
-        doc = check.run_checks(self.conf, 'agent')
+        doc = checks.run_checks(self.conf, 'agent')
         self.assertEqual([], doc['problems'])
         # The fake membership has no database: no identities to check.
-        self.assertEqual([c for c in check.CHECKS if c != 'duplicates'],
+        self.assertEqual([c for c in checks.CHECKS if c != 'duplicates'],
                          doc['passed'])
         self.assertEqual(['duplicates'], doc['skipped'])
-        self.assertEqual(['OK: 7 checks passed (config, database, ironic, '
-                          'group, case, peers, shards)'], check.render(doc))
+        self.assertEqual(
+            [('passed', 7), ('skipped', 1)],
+            sorted(collections.Counter(
+                r['result'] for r in check.finding_rows(doc)).items()))
 
     def _messages(self, doc):
         return [p['message'] for p in doc['problems']]
 
     def test_compare_feed_on_a_fleet_without_feed(self):
         # The fakes have no change feed: a warning, never a problem.
-        doc = check.run_checks(self.conf, 'agent', compare_feed=True)
+        doc = checks.run_checks(self.conf, 'agent', compare_feed=True)
         self.assertEqual([], doc['problems'])
         self.assertIn('feed', [w['check'] for w in doc['warnings']])
         self.assertIn('no change feed in this fake',
@@ -214,9 +225,9 @@ class TestCheck(CommandTestCase):
                 between()
                 return real(feed, *args, **kwargs)
             self.patch(change_feed.ChangeFeed, 'node_changes', changes)
-        report = check._Report()
-        settings = check._lenient_settings(self.conf)
-        check._check_feed(client, self.conf, settings, report)
+        report = checks._Report()
+        settings = checks._lenient_settings(self.conf)
+        checks._check_feed(client, self.conf, settings, report)
         return report
 
     def test_compare_feed_agrees(self):
@@ -248,7 +259,7 @@ class TestCheck(CommandTestCase):
                     peer_list=['A1', 'a4'])
         self.config(group='ironic_partition', host='a1')
         self.membership.never_seen = frozenset(['a4'])
-        doc = check.run_checks(self.conf, 'agent')
+        doc = checks.run_checks(self.conf, 'agent')
         messages = self._messages(doc)
         self.assertEqual(4, len(messages), messages)
         self.assertIn('no alive conductor', messages[0])
@@ -257,14 +268,15 @@ class TestCheck(CommandTestCase):
         self.assertIn("peer_list entry 'A1' differs in case", messages[2])
         self.assertIn("Peer 'a4'", messages[3])
         self.assertEqual(['peers'], [w['check'] for w in doc['warnings']])
-        lines = check.render(doc)
-        self.assertEqual(5, len(lines))
-        self.assertTrue(all('\n' not in line for line in lines))
+        rows = [r for r in check.finding_rows(doc)
+                if r['result'] in ('problem', 'warning')]
+        self.assertEqual(5, len(rows))
+        self.assertTrue(all('\n' not in r['message'] for r in rows))
 
     def test_host_missing_and_unknown_group(self):
         self.config(group='ironic', partition_key='rack9',
                     peer_list=['a2', 'a3'])
-        doc = check.run_checks(self.conf, 'agent')
+        doc = checks.run_checks(self.conf, 'agent')
         messages = self._messages(doc)
         self.assertIn("must contain this service's own host 'a1'",
                       messages[0])
@@ -276,7 +288,7 @@ class TestCheck(CommandTestCase):
                                                         reason='refused')
         self.membership.fault = exception.MembershipUnavailable(
             role='agent', reason='db gone')
-        doc = check.run_checks(self.conf, 'agent')
+        doc = checks.run_checks(self.conf, 'agent')
         self.assertEqual(['database', 'ironic'],
                          [p['check'] for p in doc['problems']])
         self.assertNotIn('group', doc['passed'])
@@ -284,6 +296,6 @@ class TestCheck(CommandTestCase):
 
     def test_nova_backend_is_refused_clearly(self):
         self.config(group='ironic_partition', membership_backend='nova')
-        doc = check.run_checks(self.conf, 'agent')
+        doc = checks.run_checks(self.conf, 'agent')
         self.assertIn('only be read inside nova-compute',
                       self._messages(doc)[0])

@@ -22,24 +22,6 @@ from ironic_partition.tests import base
 
 class TestFormatting(base.TestCase):
 
-    def test_table_aligns_numbers_right_and_text_left(self):
-        lines = _output.format_table(
-            ('NAME', 'NODES'), [('a1', 5), ('compute-10', 1234), ('x', None)])
-        self.assertEqual(['NAME        NODES',
-                          '----------  -----',
-                          'a1              5',
-                          'compute-10   1234',
-                          'x           -'], lines)
-
-    def test_table_indent_and_bool_is_text(self):
-        lines = _output.format_table(('A', 'B'), [(True, 1.5)], '  ')
-        self.assertEqual('  True  1.5', lines[2])
-
-    def test_fields(self):
-        self.assertEqual(['Host           a1', 'Partition key  -'],
-                         _output.format_fields([('Host', 'a1'),
-                                                ('Partition key', None)]))
-
     def test_show_key(self):
         self.assertIn('unset', _output.show_key(None))
         self.assertIn('default group', _output.show_key(''))
@@ -48,12 +30,6 @@ class TestFormatting(base.TestCase):
     def test_percent(self):
         self.assertEqual(33.3, _output.percent(1, 3))
         self.assertEqual(0.0, _output.percent(1, 0))
-
-    def test_json_is_sorted_and_indented(self):
-        out = io.StringIO()
-        _output.emit_json({'b': 1, 'a': [1]}, out)
-        self.assertEqual('{\n  "a": [\n    1\n  ],\n  "b": 1\n}\n',
-                         out.getvalue())
 
 
 class FakeTTY(io.StringIO):

@@ -163,20 +163,31 @@ class TestSimulate(base.TestCase):
                          [r['mode'] for r in doc['runs']])
         self.assertEqual({'leaving': [], 'joining': ['rack1-compute-4']},
                          doc['event'])
-        lines = simulate.render(doc)
-        text = '\n'.join(lines)
-        self.assertIn('balanced  after', text)
-        self.assertIn('Flows, tooz mode', text)
+        rows = simulate.run_rows(doc)
+        self.assertEqual(['tooz', 'balanced'], [r['mode'] for r in rows])
+        self.assertEqual([(6, 7)] * 2, [(r['members_before'],
+                                         r['members_after']) for r in rows])
+        flows = simulate.flow_rows(doc)
+        self.assertEqual({'rack1-compute-4'},
+                         {f['to'] for f in flows if f['mode'] == 'tooz'})
+        self.assertEqual([r['moved'] for r in rows],
+                         [sum(f['nodes'] for f in flows if f['mode'] == m)
+                          for m in ('tooz', 'balanced')])
 
-    def test_render_limits_flows_and_members(self):
+    def test_views_limit_flows_and_list_members_and_moves(self):
         doc = simulate.simulate(simulate.node_uuids(3000), 1, 30, leave='1',
                                 keep_moves=True)
-        text = '\n'.join(simulate.render(doc, top=2))
-        self.assertIn('(2 of ', text)
-        self.assertNotIn('Members, tooz mode', text)
-        long_text = '\n'.join(simulate.render(doc, long_listing=True))
-        self.assertIn('Members, tooz mode', long_text)
-        self.assertIn('Moved nodes, tooz mode', long_text)
+        flows = simulate.flow_rows(doc, top=2)
+        self.assertEqual(2, len(flows))
+        self.assertGreater(len(simulate.flow_rows(doc)), 2)
+        self.assertGreaterEqual(flows[0]['nodes'], flows[1]['nodes'])
+        members = simulate.member_rows(doc)
+        self.assertEqual(30, len(members))
+        self.assertEqual([None], [m['after'] for m in members
+                                  if m['member'] == 'compute-30'])
+        moves = simulate.move_rows(doc)
+        self.assertEqual(doc['runs'][0]['moved'], len(moves))
+        self.assertEqual({'compute-30'}, {m['from'] for m in moves})
 
     def test_100k_nodes_100_members(self):
         # Correctness at the size of issue 17; its speed is a benchmark's

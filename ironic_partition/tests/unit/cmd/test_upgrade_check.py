@@ -26,7 +26,7 @@ from unittest import mock
 from oslo_config import cfg
 from oslo_upgradecheck import upgradecheck
 
-from ironic_partition.cmd import check
+from ironic_partition.cmd import checks
 from ironic_partition.cmd import upgrade_check
 from ironic_partition.db import services as services_db
 from ironic_partition.tests import base
@@ -35,7 +35,8 @@ SUCCESS = upgradecheck.Code.SUCCESS
 WARNING = upgradecheck.Code.WARNING
 FAILURE = upgradecheck.Code.FAILURE
 
-ALL = list(check.CHECKS) + list(check.FLEET_CHECKS) + list(check.FEED_CHECKS)
+ALL = (list(checks.CHECKS) + list(checks.FLEET_CHECKS)
+       + list(checks.FEED_CHECKS))
 
 
 def _doc(problems=(), warnings=(), skipped=()):
@@ -54,7 +55,7 @@ class TestUpgradeCheck(base.TestCase):
     def run_main(self, doc, *args):
         conf = cfg.ConfigOpts()
         out = io.StringIO()
-        with mock.patch.object(check, 'run_checks', autospec=True,
+        with mock.patch.object(checks, 'run_checks', autospec=True,
                                return_value=doc) as run_checks, \
                 mock.patch('sys.stdout', out):
             code = upgrade_check.main(
@@ -159,10 +160,10 @@ CONDUCTORS = [
 class TestFleetCheck(base.TestCase):
 
     def fleet(self, nodes, services):
-        report = check._Report()
+        report = checks._Report()
         report.services = services
-        check._check_fleet(_FleetClient(nodes), CONDUCTORS, 'nova-compute',
-                           report)
+        checks._check_fleet(_FleetClient(nodes), CONDUCTORS, 'nova-compute',
+                            report)
         return report
 
     def test_every_group_and_shard_served(self):

@@ -19,16 +19,20 @@ loads it; an entry point added to setup.cfg without a line here (or one
 removed) fails :meth:`TestEntryPoints.test_installed_are_the_audited`.
 """
 
+import argparse
 from importlib import metadata
 import os
 from unittest import mock
 
+from cliff import commandmanager
 import fixtures
 from oslo_config import cfg
 from oslo_config import generator
 
+from ironic_partition.cmd import base as cmd_base
 from ironic_partition.cmd import cli
 from ironic_partition.cmd import dbsync
+from ironic_partition.cmd import osc_plugin
 from ironic_partition.cmd import upgrade_check
 from ironic_partition.membership import base as membership_base
 from ironic_partition.membership import database
@@ -36,6 +40,21 @@ from ironic_partition.membership import nova
 from ironic_partition.membership import static
 from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
+
+#: The commands of ``ironic-partition``.
+CLI_COMMANDS = {
+    'status': 'ironic_partition.cmd.status:Status',
+    'ring': 'ironic_partition.cmd.ring:Ring',
+    'simulate': 'ironic_partition.cmd.simulate:Simulate',
+    'check': 'ironic_partition.cmd.check:Check',
+    'reserve': 'ironic_partition.cmd.reserve:Reserve',
+    'release': 'ironic_partition.cmd.reserve:Release',
+    'takeover': 'ironic_partition.cmd.takeover:Takeover',
+    'serve': 'ironic_partition.cmd.agent:Serve',
+}
+#: The commands that run a service, which the OpenStack client does not
+#: offer.
+SERVICE_ONLY = ('serve',)
 
 #: group, name, target, and the test proving the consumer loads it.
 AUDITED = [
@@ -71,6 +90,15 @@ AUDITED = [
     ('ironic_partition.ring_providers', 'compute',
      'ironic_partition.ring.compute:ComputeRingProvider',
      'ring.test_base.FromConfTestCase'),
+    ('openstack.cli.extension', 'baremetal_partition',
+     'ironic_partition.cmd.osc_plugin', 'test_openstack_client_commands'),
+] + [
+    ('ironic_partition.cli', name, target, 'test_cli_commands')
+    for name, target in CLI_COMMANDS.items()
+] + [
+    ('openstack.baremetal_partition.v1', 'baremetal_partition_' + name,
+     target, 'test_openstack_client_commands')
+    for name, target in CLI_COMMANDS.items() if name not in SERVICE_ONLY
 ]
 
 
@@ -94,6 +122,39 @@ class TestEntryPoints(base.TestCase):
         self.assertIs(dbsync.main, scripts['ironic-partition-dbsync'].load())
         self.assertIs(upgrade_check.main,
                       scripts['ironic-partition-status'].load())
+
+    def test_cli_commands(self):
+        manager = commandmanager.CommandManager(cli.NAMESPACE)
+        found = {name: manager.find_command([name])[0]
+                 for name in CLI_COMMANDS}
+        for name, factory in found.items():
+            self.assertEqual(CLI_COMMANDS[name], '%s:%s' % (
+                factory.__module__, factory.__name__))
+            self.assertTrue(issubclass(factory, cmd_base.CommandBase), name)
+
+    def test_openstack_client_commands(self):
+        # NOTE: how the OpenStack client finds a plugin: the module of the
+        # extension, its command group by API_NAME and the default
+        # version, and the commands in it ("baremetal partition status").
+        plugin, = [ep.load() for ep in metadata.entry_points(
+            group='openstack.cli.extension') if ep.name ==
+            'baremetal_partition']
+        self.assertIs(osc_plugin, plugin)
+        parser = argparse.ArgumentParser()
+        plugin.build_option_parser(parser)
+        version = getattr(parser.parse_args([]), plugin.API_VERSION_OPTION)
+        self.assertIn(version, plugin.API_VERSIONS)
+        group = 'openstack.%s.v%s' % (plugin.API_NAME, version)
+        manager = commandmanager.CommandManager(group)
+        for name, target in CLI_COMMANDS.items():
+            words = ['baremetal', 'partition', name]
+            if name in SERVICE_ONLY:
+                self.assertRaises(ValueError, manager.find_command, words)
+                continue
+            factory, found, _rest = manager.find_command(words)
+            self.assertEqual('baremetal partition ' + name, found)
+            self.assertEqual(target, '%s:%s' % (factory.__module__,
+                                                factory.__name__))
 
     def test_membership_backends(self):
         self.config(group='ironic_partition', host='cn1')

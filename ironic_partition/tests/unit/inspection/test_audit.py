@@ -17,6 +17,7 @@ import os
 import fixtures
 
 from ironic_partition.cmd import check
+from ironic_partition.cmd import checks
 from ironic_partition import exception
 from ironic_partition.inspection import audit
 from ironic_partition.inspection import mapping
@@ -179,14 +180,14 @@ class TestCheckCommand(test_commands.CommandTestCase):
         self.client.list_node_dicts = list_node_dicts
 
     def test_without_the_option_nothing_changes(self):
-        doc = check.run_checks(self.conf, 'agent')
+        doc = checks.run_checks(self.conf, 'agent')
         self.assertEqual([], [c for c in doc['passed'] + doc['skipped']
-                              if c in check.INSPECTION_CHECKS])
+                              if c in checks.INSPECTION_CHECKS])
         self.assertEqual([], self.asked)
 
     def test_audit(self):
-        doc = check.run_checks(self.conf, 'agent',
-                               inspection_config=self.path)
+        doc = checks.run_checks(self.conf, 'agent',
+                                inspection_config=self.path)
         self.assertEqual([(audit.NODE_FIELDS, '1.82')], self.asked)
         self.assertEqual(['inspection-served'],
                          [p['check'] for p in doc['problems']])
@@ -196,17 +197,20 @@ class TestCheckCommand(test_commands.CommandTestCase):
         self.assertIn('moved-by-hand', doc['warnings'][0]['message'])
         self.assertIn('inspection-map', doc['passed'])
         self.assertNotIn('inspection-served', doc['passed'])
-        lines = check.render(doc)
-        self.assertEqual(2, len(lines))
-        self.assertTrue(lines[0].startswith('problem: Node nowhere'))
-        self.assertTrue(lines[1].startswith('warning: Node moved-by-hand'))
+        rows = [r for r in check.finding_rows(doc)
+                if r['result'] in ('problem', 'warning')]
+        self.assertEqual(2, len(rows))
+        self.assertEqual('problem', rows[0]['result'])
+        self.assertTrue(rows[0]['message'].startswith('Node nowhere'))
+        self.assertEqual('warning', rows[1]['result'])
+        self.assertTrue(rows[1]['message'].startswith('Node moved-by-hand'))
 
     def test_bad_map_is_one_problem(self):
         with open(self.path, 'w') as stream:
             stream.write('[ironic_partition_inspection]\n'
                          'map = cidr=10.1.0.1/16,group=rack1\n')
-        doc = check.run_checks(self.conf, 'agent',
-                               inspection_config=self.path)
+        doc = checks.run_checks(self.conf, 'agent',
+                                inspection_config=self.path)
         [problem] = doc['problems']
         self.assertEqual('inspection-map', problem['check'])
         self.assertIn('[ironic_partition_inspection] map', problem['message'])
