@@ -56,6 +56,22 @@ apt_install() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@"
 }
 
+# Install packages without starting their system services (a policy-rc.d
+# that refuses every start, where there is none): the tests start the
+# servers they need themselves.
+apt_install_without_services() {
+    local policy=/usr/sbin/policy-rc.d added=
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' > "$policy"
+        chmod +x "$policy"
+        added=1
+    fi
+    apt_install --no-install-recommends "$@"
+    if [ -n "$added" ]; then
+        rm -f "$policy"
+    fi
+}
+
 if ! port_open 5432; then
     need_root PostgreSQL
     command -v pg_ctlcluster >/dev/null || apt_install postgresql
@@ -145,19 +161,32 @@ fi
 if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null
 then
     need_root Prometheus
-    policy=/usr/sbin/policy-rc.d
-    added_policy=
-    if [ ! -e "$policy" ]; then
-        printf '#!/bin/sh\nexit 101\n' > "$policy"
-        chmod +x "$policy"
-        added_policy=1
-    fi
-    apt_install --no-install-recommends prometheus
-    if [ -n "$added_policy" ]; then
-        rm -f "$policy"
-    fi
+    apt_install_without_services prometheus
+fi
+
+# A three-node Galera cluster behind HAProxy, for the Galera fixture
+# (ironic_partition/testing/galera.py): MariaDB's server binaries, the
+# Galera 4 provider, rsync for the rsync SST, HAProxy in front, and
+# libfaketime for a node whose clock is off. The fixture runs every one
+# of them as its own child process, on its own ports and data
+# directories; the packages' system services are never started (the
+# same policy-rc.d guard as for Prometheus), so installing them neither
+# opens a system HAProxy nor touches the MariaDB on 127.0.0.1:3306.
+galera_missing=
+for path in /usr/sbin/mariadbd /usr/bin/mariadb-install-db \
+    /usr/bin/wsrep_sst_rsync /usr/lib/galera/libgalera_smm.so \
+    /usr/bin/rsync /usr/sbin/haproxy; do
+    [ -e "$path" ] || galera_missing=1
+done
+if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
+    galera_missing=1
+fi
+if [ -n "$galera_missing" ]; then
+    need_root "Galera and HAProxy"
+    apt_install_without_services mariadb-server galera-4 rsync haproxy \
+        libfaketime
 fi
 
 echo "PostgreSQL 127.0.0.1:5432, MariaDB 127.0.0.1:3306 (both with the" \
-    "user $CITEST) and RabbitMQ 127.0.0.1:5672 are up; libfaketime and" \
-    "Prometheus are installed."
+    "user $CITEST) and RabbitMQ 127.0.0.1:5672 are up; libfaketime," \
+    "Prometheus, Galera and HAProxy are installed."
