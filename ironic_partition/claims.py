@@ -66,6 +66,7 @@ from ironic_partition._i18n import _
 from ironic_partition import claim_settings
 from ironic_partition.db import health
 from ironic_partition.db import store as store_mod
+from ironic_partition import db_clock
 from ironic_partition import exception
 from ironic_partition import lease_timer
 from ironic_partition import refresh_result
@@ -123,7 +124,8 @@ def from_settings(settings, store=None, role=None, takeover=False,
                         lease_time=timings.lease_time,
                         fencing_margin=timings.fencing_margin,
                         clock=clock, owns_store=owns_store,
-                        renew_interval=timings.renew_interval)
+                        renew_interval=timings.renew_interval,
+                        hold=settings.cadence.hold)
 
 
 class ClaimManager(object):
@@ -152,7 +154,7 @@ class ClaimManager(object):
 
     def __init__(self, store, host, role, lease_time, fencing_margin,
                  clock=time.monotonic, owns_store=False,
-                 renew_interval=None):
+                 renew_interval=None, hold=0.0):
         if fencing_margin >= lease_time:
             raise claim_settings.config_error(
                 'fencing_margin', fencing_margin,
@@ -186,6 +188,11 @@ class ClaimManager(object):
         self._last_seconds = None
         self._last_statements = None
         self._adopted = False
+        #: The :class:`~ironic_partition.db_clock.ClockWatch` of the
+        #: database server's clock: it widens the fencing margin to the
+        #: clock differences seen between database nodes.
+        self.clock_watch = db_clock.ClockWatch(self.fencing_margin,
+                                               self.lease_time, hold=hold)
         #: The :class:`~ironic_partition.lease_timer.LeaseTimer` renewing
         #: the held claims between rounds.
         self.timer = lease_timer.LeaseTimer(self, DATABASE_ERRORS)
@@ -301,6 +308,8 @@ class ClaimManager(object):
                 'connection': self.store.masked_connection,
                 'lease_time': self.lease_time,
                 'fencing_margin': self.fencing_margin,
+                'effective_fencing_margin': self.clock_watch.margin(),
+                'database_clock_difference': self.clock_watch.difference,
                 'held': len(self._held),
                 'fenced': until is None or now >= until,
                 'valid_for': (None if until is None
@@ -349,8 +358,10 @@ class ClaimManager(object):
         try:
             self._ensure_schema()
             self._adopt()
-            owned = self.store.claims.owned_claims(
-                self.role, self.host, incarnation=inc)
+            before = self._clock()
+            owned, server_time = self.store.claims.owned_claims(
+                self.role, self.host, incarnation=inc, with_time=True)
+            self._watch_clock(server_time, before, self._clock())
             with self._lock:
                 keep = self._last_reported
             to_release = frozenset(owned) - desired - keep
@@ -392,15 +403,55 @@ class ClaimManager(object):
                               released, claimed, error,
                               None if error else held)
 
+    def _watch_clock(self, server_time, before, after):
+        """Record the server's time; a clock step is logged.
+
+        :param server_time: the server's time, read between the two
+            local instants.
+        :param before: the local monotonic time before the read.
+        :param after: the local monotonic time after it.
+        :raises ClockStepTooLarge: the steps seen are more than the lease
+            can cover.
+        """
+        if server_time is None:
+            return
+        old_margin = self.clock_watch.margin()
+        step = self.clock_watch.sample(server_time, before, after)
+        if step is not None:
+            with self._lock:
+                # NOTE(ironic-partition): what the last rounds proved was
+                # measured with the narrower margin: shorten it now.
+                widened = self.clock_watch.margin() - old_margin
+                if self._valid_until is not None and widened > 0:
+                    self._valid_until -= widened
+            LOG.warning('The database server\'s clock stepped by %(step)+.3f '
+                        's between two claim rounds of %(host)s (a failover '
+                        'to a database node whose clock differs, or a '
+                        'clock stepped on the server); largest difference '
+                        'so far %(max).3f s, fencing_margin %(margin)s s: '
+                        'claims now stop being reported %(eff).3f s before '
+                        'their lease runs out',
+                        {'step': step, 'host': self.host,
+                         'max': self.clock_watch.difference,
+                         'margin': self.fencing_margin,
+                         'eff': self.clock_watch.margin()})
+        problem = self.clock_watch.problem()
+        if problem:
+            with self._lock:
+                # NOTE(ironic-partition): no margin covers it: nothing
+                # held may be reported any more.
+                self._valid_until = None
+            raise exception.ClockStepTooLarge(reason=problem)
+
     def _conclude(self, start, statements, ring_nodes, desired, released,
                   claimed, error, held):
         with self._lock:
             now = self._clock()
+            margin = self.clock_watch.margin()
             if held is not None:
                 self._held = frozenset(held)
                 self._epochs = types.MappingProxyType(dict(held))
-                self._valid_until = (start + self.lease_time
-                                     - self.fencing_margin)
+                self._valid_until = start + self.lease_time - margin
                 if now >= self._valid_until:
                     # NOTE(ironic-partition): the round's writes succeeded
                     # but it ended past the fence they set (a statement
@@ -414,7 +465,7 @@ class ClaimManager(object):
                               '%(window).1f s)') % {
                         'late': now - self._valid_until,
                         'took': now - start,
-                        'window': self.lease_time - self.fencing_margin}
+                        'window': self.lease_time - margin}
                     held = None
             if held is not None:
                 failures = self._health.succeeded(start)
@@ -487,7 +538,7 @@ class ClaimManager(object):
                         'fencing_margin (%(margin)s s); not reporting '
                         'any of its %(n)d nodes, instance nodes included',
                         {'host': self.host, 'lease': self.lease_time,
-                         'margin': self.fencing_margin,
+                         'margin': self.clock_watch.margin(),
                          'n': len(outcome.fenced)})
         elif was_fenced and not now_fenced and outcome.ok:
             LOG.info('No longer fenced: %(host)s holds %(n)d claims again',
@@ -504,6 +555,10 @@ class ClaimManager(object):
         """
         start = self._clock()
         inc = self.incarnation
+        if self.clock_watch.problem():
+            # NOTE(ironic-partition): refused by the clock watch: only a
+            # restart, once the clocks agree, reports again.
+            return False
         try:
             self._ensure_schema()
             self.store.claims.renew_claims(
@@ -528,7 +583,8 @@ class ClaimManager(object):
             self._held = mine
             self._epochs = types.MappingProxyType(
                 {n: held[n] for n in mine})
-            self._valid_until = start + self.lease_time - self.fencing_margin
+            self._valid_until = (start + self.lease_time
+                                 - self.clock_watch.margin())
         self._health.succeeded(start)
         return True
 

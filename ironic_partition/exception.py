@@ -207,6 +207,12 @@ class NothingToTakeOver(MembershipError):
                 "a takeover.")
 
 
+class ClockStepTooLarge(MembershipError):
+    """The database server's clock stepped more than the lease covers."""
+
+    msg_fmt = _("Ownership cannot be proven: %(reason)s.")
+
+
 class IdentityLost(MembershipError):
     """This process no longer holds its host name: it was taken over."""
 

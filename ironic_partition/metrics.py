@@ -158,6 +158,16 @@ class Metrics(object):
         self.fences = counter(
             'ironic_partition_fences',
             'Times this service fenced itself.')
+        self.clock_difference = gauge(
+            'ironic_partition_database_clock_difference_seconds',
+            'The largest difference between the clocks of the claims '
+            'database seen across claim rounds (Galera failovers between '
+            'nodes whose clocks differ); the fencing margin is widened to '
+            'cover it (absent without claims).')
+        self.fencing_margin = gauge(
+            'ironic_partition_fencing_margin_seconds',
+            'The fencing margin in force: the configured one, or wider '
+            'after a database clock step (absent without claims).')
         self.duplicate_refusals = counter(
             'ironic_partition_duplicate_host_refusals',
             'Starts refused because another live process holds this '
@@ -190,6 +200,10 @@ class Metrics(object):
             self.lease_left.labels(*labels).set_function(self._lease_left)
             self.fenced.labels(*labels).set_function(
                 lambda: float(claims.fenced()))
+            self.clock_difference.labels(*labels).set_function(
+                lambda: claims.clock_watch.difference)
+            self.fencing_margin.labels(*labels).set_function(
+                claims.clock_watch.margin)
 
     def _all(self):
         return (self.ready, self.not_ready_reason, self.not_ready_refreshes,
@@ -197,6 +211,7 @@ class Metrics(object):
                 self.nodes_stranded, self.refresh_seconds, self.refresh_full,
                 self.refreshes, self.ironic_calls, self.claim_round_seconds,
                 self.lease_left, self.fenced, self.fences,
+                self.clock_difference, self.fencing_margin,
                 self.duplicate_refusals)
 
     def _lease_left(self):

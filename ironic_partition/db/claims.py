@@ -210,14 +210,18 @@ class ClaimsAPI(object):
         raise NotImplementedError('Claims are not supported on %s' % name)
 
     @_common.retry
-    def owned_claims(self, role, host, incarnation=None):
+    def owned_claims(self, role, host, incarnation=None, with_time=False):
         """Read every claim row owned by a host, valid or expired.
 
         :param role: the service role.
         :param host: the owner's host name.
         :param incarnation: only the claims of this incarnation of the
             host; None for all of them.
-        :returns: a dict of node UUID to :data:`OwnedClaim`.
+        :param with_time: also read the server's time, first, on the
+            same connection.
+        :returns: a dict of node UUID to :data:`OwnedClaim`; with
+            ``with_time``, ``(claims, server_time)``, the time an aware
+            ``datetime``.
         """
         table = models.Claim.__table__
         query = sa.select(
@@ -225,11 +229,17 @@ class ClaimsAPI(object):
             sa.case((self._claim_valid(table), sa.literal(1)),
                     else_=sa.literal(0)),
         ).where(*self._mine(table, role, host, incarnation))
+        now = None
         with self._db.reader() as conn:
+            if with_time:
+                now = conn.execute(sa.select(models.utcnow())).scalar()
             rows = conn.execute(query).all()
-        self._count()
-        return {row[0]: OwnedClaim(int(row[1]), bool(row[2]))
-                for row in rows}
+        self._count(2 if with_time else 1)
+        claims = {row[0]: OwnedClaim(int(row[1]), bool(row[2]))
+                  for row in rows}
+        if with_time:
+            return claims, _common.utc(now)
+        return claims
 
     @_common.retry
     def held_claims(self, role, host, incarnation=None):

@@ -49,7 +49,7 @@ class AlertRulesTest(base.BaseTestCase):
         result = self._promtool('check', 'rules',
                                 'ironic-partition-alerts.yaml')
         self.assertEqual(0, result.returncode, result.stderr)
-        self.assertIn('SUCCESS: 5 rules found', result.stdout)
+        self.assertIn('SUCCESS: 6 rules found', result.stdout)
 
     def test_the_rules_fire_and_resolve(self):
         result = self._promtool('test', 'rules',

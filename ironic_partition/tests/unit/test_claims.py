@@ -21,6 +21,7 @@ scenarios run on real databases in ``tests/functional/db/test_claims.py``.
 """
 
 import collections
+import datetime
 import threading
 import time
 import types
@@ -36,6 +37,7 @@ from ironic_partition.db import api as db_api
 from ironic_partition.db import claims as claims_db
 from ironic_partition.db import migration
 from ironic_partition.db import store
+from ironic_partition import db_clock
 from ironic_partition import exception
 from ironic_partition import identity
 from ironic_partition import lease_timer
@@ -116,11 +118,17 @@ class FakeClaimsDB(object):
         return row['owner'] == host and (
             incarnation is None or row.get('incarnation') == incarnation)
 
-    def owned_claims(self, role, host, incarnation=None):
+    def owned_claims(self, role, host, incarnation=None, with_time=False):
+        if with_time:
+            self._statement('now')
         self._statement('owned')
-        return {n: claims_db.OwnedClaim(r['epoch'], self._valid(r))
-                for (ro, n), r in self.rows.items()
-                if ro == role and self._mine(r, host, incarnation)}
+        claims = {n: claims_db.OwnedClaim(r['epoch'], self._valid(r))
+                  for (ro, n), r in self.rows.items()
+                  if ro == role and self._mine(r, host, incarnation)}
+        if with_time:
+            return claims, datetime.datetime.fromtimestamp(
+                self.clock(), datetime.timezone.utc)
+        return claims
 
     def held_claims(self, role, host, incarnation=None):
         self._statement('held')
@@ -407,12 +415,13 @@ class TestRound(ClaimsTestCase):
         self.assertEqual(frozenset(ring + inst), out.claimed)
         self.assertEqual({1}, set(out.epochs.values()))
         self.assertEqual(self.clock.now + LEASE - MARGIN, out.valid_until)
-        # Steady state: two statements (read our claims, renew them),
-        # whatever the node count; what we hold is then known.
+        # Steady state: three statements (the server's time, read our
+        # claims, renew them), whatever the node count; what we hold is
+        # then known.
         self.advance(60)
         out = a.round(ring, inst)
         self.assertEqual(frozenset(), out.claimed)
-        self.assertEqual(2, out.statements)
+        self.assertEqual(3, out.statements)
 
     def test_second_service_waits_and_never_overlaps(self):
         a, b = self.manager('a'), self.manager('b')
@@ -653,6 +662,57 @@ class TestFencing(ClaimsTestCase):
             self.db.fail = db_exc.DBConnectionError('cut')
             self.assertEqual(frozenset(), a_reports & b_reports)
 
+    def test_database_clock_step_widens_the_margin(self):
+        # A failover to a database node whose clock is 20 s ahead: every
+        # claim looks 20 s closer to its expiry there. After seeing the
+        # step, the holder fences 20 s (plus the sampling allowance)
+        # before the lease, more than the 12 s margin configured, so the
+        # next failover between the same nodes cannot hand a node over
+        # before it stopped reporting it.
+        a, b = self.manager('a'), self.manager('b')
+        nodes = _ids(3)
+        a.round(nodes)
+        self.assertEqual(self.clock.now + LEASE - MARGIN,
+                         a.round(nodes).valid_until)
+        self.advance(10)
+        self.db_clock.now += 20
+        with self.assertLogs(claims.LOG.logger.name, 'WARNING') as logs:
+            out = a.round(nodes)
+        self.assertTrue(out.ok)
+        self.assertIn('clock stepped by +20.000 s', logs.output[0])
+        self.assertAlmostEqual(20.0, a.clock_watch.difference, places=3)
+        margin = 20.0 + db_clock.BASE_ALLOWANCE
+        self.assertAlmostEqual(self.clock.now + LEASE - margin,
+                               out.valid_until, places=6)
+        self.assertAlmostEqual(margin, a.status()['effective_fencing_margin'])
+        # Back to a node 20 s behind (the clock steps back): the margin
+        # stays wide; and at no instant do a and b both report a node,
+        # even when b reads the claims on the node that is ahead.
+        self.advance(10)
+        self.db_clock.now -= 20
+        a.round(nodes)
+        self.db_clock.now += 20
+        for _step in range(40):
+            self.advance(5)
+            b_reports = b.round(nodes).reported
+            self.assertEqual(frozenset(), a.reportable(nodes) & b_reports)
+
+    def test_database_clock_step_beyond_half_the_lease_fails_closed(self):
+        a = self.manager('a')
+        nodes = _ids(3)
+        a.round(nodes)
+        self.advance(10)
+        self.db_clock.now += 70
+        out = a.round(nodes)
+        self.assertFalse(out.ok)
+        self.assertEqual(frozenset(), out.reported)
+        self.assertIn('more than [ironic_partition] lease_time (120.0 s) '
+                      'and fencing_margin (12.0 s) can cover', out.error)
+        self.assertIn('ClockStepTooLarge', out.error)
+        # It stays refused: the clocks still differ.
+        self.advance(10)
+        self.assertFalse(a.round(nodes).ok)
+
     def test_pause_longer_than_the_lease(self):
         # SIGSTOP right after a successful round; on SIGCONT the process
         # must not act on its old result.
@@ -764,7 +824,7 @@ class TestFencing(ClaimsTestCase):
         self.assertFalse(status['fenced'])
         self.assertEqual(LEASE - MARGIN, status['valid_for'])
         # owned, renew, acquire (one call in the fake), held.
-        self.assertEqual(4, status['last_round_statements'])
+        self.assertEqual(5, status['last_round_statements'])
 
 
 def _nodes(n, instances=None):

@@ -12,6 +12,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
+import datetime
 import socket
 import urllib.request
 
@@ -19,6 +20,7 @@ import fixtures
 import prometheus_client as prom
 from prometheus_client.parser import text_string_to_metric_families
 
+from ironic_partition import db_clock
 from ironic_partition import exception
 from ironic_partition import metrics
 from ironic_partition import settings as settings_mod
@@ -49,6 +51,8 @@ class FakeClaims(object):
     def __init__(self):
         self.now = 100.0
         self.valid_until = 130.0
+        self.clock_watch = db_clock.ClockWatch(fencing_margin=3,
+                                               lease_time=33)
 
     def clock(self):
         return self.now
@@ -115,6 +119,26 @@ class TestMetrics(base.TestCase):
         self.metrics.fenced_now()
         self.assertEqual(1, value(
             self.registry, 'ironic_partition_fences_total', **RACK1))
+
+    def test_database_clock_step_and_the_margin_in_force(self):
+        self.assertEqual(0, value(
+            self.registry,
+            'ironic_partition_database_clock_difference_seconds',
+            **RACK1))
+        self.assertEqual(3, value(
+            self.registry, 'ironic_partition_fencing_margin_seconds',
+            **RACK1))
+        t0 = datetime.datetime(2026, 11, 27, tzinfo=datetime.timezone.utc)
+        self.claims.clock_watch.sample(t0, 10.0, 10.0)
+        self.claims.clock_watch.sample(
+            t0 + datetime.timedelta(seconds=15), 20.0, 20.0)
+        self.assertEqual(5, value(
+            self.registry,
+            'ironic_partition_database_clock_difference_seconds',
+            **RACK1))
+        self.assertEqual(5 + db_clock.BASE_ALLOWANCE, value(
+            self.registry, 'ironic_partition_fencing_margin_seconds',
+            **RACK1))
 
     def test_not_ready_says_why(self):
         self.metrics.not_ready(exception.PartitionNotReady(

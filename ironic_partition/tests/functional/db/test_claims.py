@@ -307,9 +307,9 @@ class TestClaimRounds(ClaimsTestBase):
             nodes = _ids(n, start=100000 * len(counts))
             a.round(nodes)
             counts.append(a.round(nodes).statements)
-        # Read own, renew (one UPDATE per chunk of 2,000 nodes); with
-        # every claim renewed, nothing is read back.
-        self.assertEqual([2, 2, 4], counts)
+        # The server's time, read own, renew (one UPDATE per chunk of
+        # 2,000 nodes); with every claim renewed, nothing is read back.
+        self.assertEqual([3, 3, 5], counts)
 
 
 class TestFencingOverProxy(ClaimsTestBase):

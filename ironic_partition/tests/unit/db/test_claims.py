@@ -130,14 +130,14 @@ class TestClaimsSQL(test_base.BaseTestCase):
         out = manager.round(nodes[:8], nodes[8:], partition_key='g')
         self.assertTrue(out.ok)
         self.assertEqual(frozenset(nodes), out.reported)
-        # SELECT own (nothing held: no renewal); SELECT, the server's
-        # time, INSERT placeholders and compare-and-swap UPDATE to claim;
-        # SELECT held.
-        self.assertEqual(6, out.statements)
-        # SELECT own, one UPDATE per chunk to renew; every claim renewed,
-        # so no SELECT of what is held.
+        # SELECT the server's time and own claims (nothing held: no
+        # renewal); SELECT, the server's time, INSERT placeholders and
+        # compare-and-swap UPDATE to claim; SELECT held.
+        self.assertEqual(7, out.statements)
+        # SELECT the server's time and own claims, one UPDATE per chunk
+        # to renew; every claim renewed, so no SELECT of what is held.
         out = manager.round(nodes[:8], nodes[8:])
-        self.assertEqual(2, out.statements)
+        self.assertEqual(3, out.statements)
         self.assertEqual({'g'}, {c.partition_key for c in
                                  self.claims.read_claims(ROLE).claims})
 
