@@ -37,6 +37,14 @@ file every 10 ms and the claims table, and at the end it prints:
   every ready report) and the whole refresh time;
 * the I3 and I4 checks and the reports the observer missed.
 
+With ``--backend galera`` the database is a three-node MariaDB Galera
+cluster behind HAProxy (:class:`~ironic_partition.testing.galera.
+GaleraFixture`), and every ``--failover-every`` seconds the node taking the
+writes is SIGKILLed, then started again ``--failover-for`` seconds later
+(HAProxy fails back to it: a second failover). ``--backend galera,mysql``
+runs the soak on each, one after the other, and prints the claim-round
+times side by side.
+
 The exit status is 0 when I1-I4 held and nothing was missed, 1 otherwise.
 
 Examples::
@@ -66,9 +74,10 @@ from ironic_partition.db import api as db_api
 from ironic_partition import hash_ring
 from ironic_partition import testing as harness
 from ironic_partition.testing import agents as agents_mod
-from ironic_partition.testing import demo
+from ironic_partition.testing import galera as galera_mod
 from ironic_partition.testing import observer as observer_mod
 from ironic_partition.testing import proxy as tcp_proxy
+from ironic_partition.testing import split as harness_split
 
 GROUP = 'rack1'
 
@@ -221,8 +230,8 @@ def wait_split(obs, agents, nodes, members, timeout):
     problems = []
 
     def done():
-        problems[:] = demo.check_split(obs.latest(), nodes,
-                                       {GROUP: list(members)}, {})
+        problems[:] = harness_split.check_split(obs.latest(), nodes,
+                                                {GROUP: list(members)}, {})
         return not problems
     try:
         harness.wait_for(done, timeout, 'the split', interval=0.2)
@@ -231,7 +240,7 @@ def wait_split(obs, agents, nodes, members, timeout):
                                    % (timeout, problems[:3]))
 
 
-def run(args):
+def run(args, rounds=None):
     timings = agents_mod.Timings(
         refresh_interval=args.refresh, heartbeat_interval=args.heartbeat,
         service_down_time=args.down,
@@ -256,10 +265,21 @@ def run(args):
         free = [n['uuid'] for n in nodes]
         say('Enrolled %d nodes' % len(nodes))
 
-        database = harness.DatabaseFixture(args.backend)
-        database.setUp()
-        cleanups.append(database.cleanUp)
-        admin = db_api.Connection(database.url)
+        galera = None
+        if args.backend == 'galera':
+            galera = galera_mod.GaleraFixture(workdir=workdir)
+            galera.setUp()
+            cleanups.append(galera.cleanUp)
+            galera.create_database('soak')
+            db_url = galera.url('soak') + '?charset=utf8mb4'
+            say('Galera cluster up behind HAProxy (writer node%d)'
+                % galera.writer())
+        else:
+            database = harness.DatabaseFixture(args.backend)
+            database.setUp()
+            cleanups.append(database.cleanUp)
+            db_url = database.url
+        admin = db_api.Connection(db_url)
         admin.upgrade()
         cleanups.append(admin.dispose)
 
@@ -269,7 +289,7 @@ def run(args):
         obs.agree_window = 2 * timings.refresh_interval + 1
         obs.setUp()
         cleanups.append(obs.cleanUp)
-        agents = agents_mod.AgentSet(workdir, ironic.endpoint, database.url,
+        agents = agents_mod.AgentSet(workdir, ironic.endpoint, db_url,
                                      GROUP, timings=timings, observer=obs)
         agents.setUp()
         cleanups.append(agents.cleanUp)
@@ -301,18 +321,37 @@ def run(args):
         chaos = Chaos(agents, timings, rng, min_live=args.min_live)
         end = time.monotonic() + args.duration
         next_act = time.monotonic() + rng.uniform(args.min_gap, args.max_gap)
+        next_failover = (time.monotonic() + args.failover_every
+                         if galera is not None else end + 1)
+        killed = None
         while time.monotonic() < end:
             now = time.monotonic()
             chaos.tick(now)
             if now >= next_act:
                 chaos.act()
                 next_act = now + rng.uniform(args.min_gap, args.max_gap)
+            if killed is not None and now >= killed[1]:
+                galera.start(killed[0])
+                obs.mark('node%d back (fail back)' % killed[0])
+                chaos.counts['writer back'] += 1
+                killed = None
+            elif killed is None and now >= next_failover:
+                writer = galera.writer()
+                obs.mark('SIGKILL of the writer node%d' % writer)
+                galera.kill(writer)
+                chaos.counts['writer killed'] += 1
+                killed = (writer, now + args.failover_for)
+                next_failover = now + args.failover_every
             time.sleep(0.2)
+        if killed is not None:
+            galera.start(killed[0])
         chaos.settle()
         say('Chaos over (%s); waiting for the final split' % ', '.join(
             '%d %s' % (n, a) for a, n in sorted(chaos.counts.items())))
         wait_split(obs, agents, nodes, hosts, 300)
         result = obs.analyse()
+        if rounds is not None:
+            rounds[args.backend] = list(result.round_seconds)
         fences = {h: agents[h].log().count('Fenced:') for h in hosts}
         return report(args, timings, result, free, chaos, hosts, fences)
     finally:
@@ -425,9 +464,16 @@ def main(argv=None):
                         help='Seconds of faults (default: %(default)s).')
     parser.add_argument('--nodes', type=int, default=2000)
     parser.add_argument('--agents', type=int, default=5)
-    parser.add_argument('--backend', choices=('mysql', 'postgresql'),
-                        default='mysql',
-                        help='The membership and claims database.')
+    parser.add_argument('--backend', default='mysql',
+                        help='The membership and claims database: mysql, '
+                             'postgresql or galera; several, comma-'
+                             'separated, run one soak each.')
+    parser.add_argument('--failover-every', type=float, default=120.0,
+                        help='With galera: SIGKILL the node taking the '
+                             'writes this often (seconds).')
+    parser.add_argument('--failover-for', type=float, default=30.0,
+                        help='With galera: start the killed node again '
+                             'this many seconds later.')
     parser.add_argument('--ironic-db-backend',
                         choices=('mysql', 'postgresql'), default='mysql')
     # NOTE(ironic-partition): every refresh lists the whole group; five
@@ -455,9 +501,25 @@ def main(argv=None):
                              '(e.g. longer than the lease)')
     parser.add_argument('--keep-workdir', action='store_true')
     args = parser.parse_args(argv)
+    backends = [b.strip() for b in args.backend.split(',') if b.strip()]
+    for backend in backends:
+        if backend not in ('mysql', 'postgresql', 'galera'):
+            parser.error('--backend: %r is not mysql, postgresql or galera'
+                         % backend)
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(130))
     os.environ.setdefault('PYTHONWARNINGS', 'ignore::DeprecationWarning')
-    return run(args)
+    codes = []
+    rounds = {}
+    for backend in backends:
+        codes.append(run(argparse.Namespace(**dict(vars(args),
+                                                   backend=backend)),
+                         rounds))
+    if len(backends) > 1:
+        print('')
+        print('== Claim round per refresh, by database ==')
+        for backend in backends:
+            print('%-10s %s' % (backend, percentiles(rounds[backend])))
+    return max(codes)
 
 
 if __name__ == '__main__':
