@@ -33,7 +33,8 @@ This base gives each command:
 - ``--role`` where :attr:`CommandBase.default_role` is set;
 - the Ironic client of the front door (:meth:`CommandBase.ironic_client`);
 - the error contract: an error is one line on stderr naming the option or
-  value at fault, and the exit code :func:`exit_code_for` gives it
+  value at fault, and the exit code that
+  :func:`~ironic_partition.cmd._errors.exit_code_for` gives it
   (:data:`ironic_partition.cmd._errors.EXIT_CODES`); ``--debug`` adds the
   traceback.
 """
@@ -109,15 +110,6 @@ def load_conf(config_files=(), config_dirs=(), debug=False):
     return conf
 
 
-def exit_code_for(exc):
-    """The exit code of a command that raised ``exc``.
-
-    :param exc: an exception.
-    :returns: one of the ``EXIT_*`` codes.
-    """
-    return _errors.exit_code_for(exc)
-
-
 class CommandBase(object):
     """The configuration, client and errors of every command.
 
@@ -129,7 +121,7 @@ class CommandBase(object):
     #: Whether ``--config-file`` and ``--config-dir`` are offered.
     reads_config = True
     #: Maps an exception to an exit code; a command may widen it.
-    exit_code_for = staticmethod(exit_code_for)
+    exit_code_for = staticmethod(_errors.exit_code_for)
     #: Extra exit codes for the epilog: ``((code, text), ...)``.
     extra_exit_codes = ()
 
