@@ -100,6 +100,12 @@ class NovaFixture(fixtures.Fixture):
         (``[ironic_partition_database]``), reached through a
         :class:`~ironic_partition.testing.proxy.TCPProxy` that a test can
         cut (``membership_proxy``).
+    :param membership_url: an existing membership database (an SQLAlchemy
+        URL, e.g. a :class:`~ironic_partition.testing.galera.
+        GaleraFixture`'s) that the computes use directly: nothing is
+        created or dropped, there is no proxy (``membership_proxy`` is
+        None) and ``membership_backend`` is ignored. It is synced
+        (``ironic-partition-dbsync upgrade``) like a created one.
     :param extra_config: ``{section: {option: value}}`` for every compute.
     :param workdir: the parent of the run directory.
     :param start_timeout: seconds allowed for each service to come up.
@@ -122,8 +128,10 @@ class NovaFixture(fixtures.Fixture):
                  workdir=None, start_timeout=180, start_computes=True,
                  keep_workdir=False, glance_endpoint=None,
                  neutron_endpoint=None, placement_threads=None,
-                 metrics=False):
+                 metrics=False, membership_url=None):
         super().__init__()
+        #: The membership database the computes were given, or None.
+        self.given_membership_url = membership_url
         self.metrics = metrics
         #: host -> the port its metrics are served on.
         self.metrics_ports = {}
@@ -165,16 +173,21 @@ class NovaFixture(fixtures.Fixture):
                 self.db_backend, workdir=self.workdir))
         self.databases = dbs
         self.cell_url = dbs['cell1'].url
-        self.membership_db = self.useFixture(harness_db.DatabaseFixture(
-            self.membership_backend, workdir=self.workdir))
+        self.membership_db = self.membership_proxy = None
+        if self.given_membership_url is None:
+            self.membership_db = self.useFixture(harness_db.DatabaseFixture(
+                self.membership_backend, workdir=self.workdir))
         self.vhost = self.useFixture(harness_rabbit.RabbitVhostFixture())
         self.addCleanup(self.stop_all)
         self._start_placement(dbs['placement'].url)
         self._prepare_nova(dbs)
-        target = self.membership_db.url
-        self.membership_proxy = self.useFixture(
-            harness_proxy.TCPProxy.for_url(target))
-        self.membership_url = self.membership_proxy.url_through(target)
+        if self.membership_db is None:
+            self.membership_url = self.given_membership_url
+        else:
+            target = self.membership_db.url
+            self.membership_proxy = self.useFixture(
+                harness_proxy.TCPProxy.for_url(target))
+            self.membership_url = self.membership_proxy.url_through(target)
         self._dbsync_membership()
         for index, host in enumerate(self.hosts):
             self.add_compute(host, start=False)
@@ -312,8 +325,12 @@ class NovaFixture(fixtures.Fixture):
 
     def _dbsync_membership(self):
         conf = os.path.join(self.workdir, 'membership.conf')
+        # NOTE(ironic-partition): a created database is synced directly,
+        # not through the proxy.
+        target = (self.given_membership_url if self.membership_db is None
+                  else self.membership_db.url)
         harness_process.write_config(conf, {'ironic_partition_database': {
-            'connection': self.membership_db.url}}, join_lists=True)
+            'connection': target}}, join_lists=True)
         harness_process.run_logged(
             [harness_process.bin_path('ironic-partition-dbsync'),
              '--config-file', conf, 'upgrade'], self.setup_log)

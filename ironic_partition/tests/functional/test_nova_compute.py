@@ -107,13 +107,15 @@ class _Lane(base.BaseTestCase):
                              'neutron_endpoint': cls.neutron.endpoint}
             # NOTE(ironic-partition): placement on PostgreSQL where
             # servers are booted (see test_nova_servers).
-            cls.nova = harness_nova.NovaFixture(
-                cls.ironic.endpoint, cls.LANE_HOSTS,
+            kwargs = dict(
                 partition_key=cls.PARTITION_KEY, cadence=cls.CADENCE,
                 db_backend='postgresql' if cls.SERVERS else 'mysql',
                 partition_options=cls.PARTITION_OPTIONS,
                 extra_config=cls.EXTRA_CONFIG, metrics=cls.METRICS,
                 **endpoints)
+            kwargs.update(cls.nova_kwargs())
+            cls.nova = harness_nova.NovaFixture(
+                cls.ironic.endpoint, cls.LANE_HOSTS, **kwargs)
             cls.nova.setUp()
             if cls.METRICS:
                 cls.prometheus = harness_prometheus.PrometheusFixture(
@@ -135,6 +137,18 @@ class _Lane(base.BaseTestCase):
             cls._tear_down()
             raise
         cls.switched = False
+
+    @classmethod
+    def nova_kwargs(cls):
+        """More (or other) NovaFixture arguments, for a subclass.
+
+        Called in setUpClass just before the NovaFixture is built: what
+        it starts (e.g. the membership database) comes up first; a
+        subclass's ``_tear_down`` stops it after ``super()._tear_down()``.
+
+        :returns: ``{argument: value}``.
+        """
+        return {}
 
     @classmethod
     def _tear_down(cls):
