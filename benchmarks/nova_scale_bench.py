@@ -1,0 +1,993 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""nova-compute at scale: our driver against nova 34's, in real nova.
+
+One real Ironic (fake hardware, noauth, one conductor group ``rack1``)
+gets ``--nodes`` nodes bulk-enrolled as ``available``; a fraction of them
+(``--in-use``, 5 % by default) get an ``instance_uuid`` through the API,
+as nova's atomic reservation writes it (no instance in nova: neither
+driver reports them). Then, for each driver in turn, on the same Ironic,
+placement, nova-conductor and three nova-compute services
+(:class:`ironic_partition.testing.NovaFixture`, ``partition_key`` rack1,
+``peer_list`` the three hosts) run with nova's default cadence (60 s
+periodic, ``--cadence short`` for the harness's 4 s one), and this
+measures:
+
+1. start-up: from the processes' start to a complete report (every
+   instance-less node's compute node row on its ring owner, with its
+   resource provider), and per compute to the end of its first
+   resource-tracker pass that reports its whole share;
+2. a steady pass of each compute (the first that begins after the
+   complete report): its duration (from oslo.service's "Running periodic
+   task ComputeManager.update_available_resource" to its last "Final
+   resource view" or "Compute_service record updated" line), its
+   placement calls (placement's request log lines in that window that
+   name one of the pass's nodes: placement's global request id is not
+   the one the compute logs) and the Ironic API calls logged during it
+   (Ironic gets no request id from either driver: every compute's calls
+   in that window count; overlapping passes of other computes are
+   reported); and the calls a minute, with their paths, from the complete
+   report to the SIGKILL;
+3. failover: SIGKILL of cn3, time to a complete report over cn1 and cn2,
+   rows and providers deleted or re-created, node-seconds held by two
+   computes (:func:`ironic_partition.testing.novalane.double_held`);
+4. restart of cn3: time to a complete report over the three, moves;
+5. VmRSS of each nova-compute and of placement (process groups) at the
+   end of start-up and after the steady passes.
+
+Unless ``--no-profile``, py-spy (``pip install py-spy``; it needs
+ptrace) samples cn1 during start-up and during its steady pass, twice:
+every thread (wall time, ``--idle``) and threads on a CPU only. The
+samples are grouped (placement, conductor RPC, Ironic API, AMQP threads,
+claims database, logging, our driver, nova's Ironic driver, resource
+tracker; waiting threads outside these apart) and the top frames listed.
+``--table-from`` prints the table of an earlier ``--json`` file.
+
+Run it inside the functional environment (the SQL servers and RabbitMQ of
+tools/test-setup.sh), holding the heavy lock::
+
+    F=.tox/functional
+    PYTHONPATH=. PATH=$F/bin:$PATH flock /tmp/ipart-heavy.lock \\
+        $F/bin/python benchmarks/nova_scale_bench.py --nodes 1000 \\
+        --json /tmp/scale-1000.json
+"""
+
+import argparse
+import collections
+from concurrent import futures
+import json
+import linecache
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+from ironic_partition import testing as harness
+from ironic_partition.testing import nova as harness_nova
+from ironic_partition.testing import novalane
+import nova_lane_bench
+
+LOG = logging.getLogger('nova_scale_bench')
+
+HOSTS = ['cn1', 'cn2', 'cn3']
+GROUP = 'rack1'
+VICTIM = 'cn3'
+PROFILED = 'cn1'
+DRIVERS = [('ironic-partition', harness_nova.PARTITION_DRIVER),
+           ('nova 34', harness_nova.NOVA_DRIVER)]
+CADENCES = {'default': harness_nova.NOVA_DEFAULT_CADENCE,
+            'short': harness_nova.SHORT_CADENCE}
+
+_REQ_RE = re.compile(r'\[(\S+) (req-[0-9a-f-]+)')
+_RUN_RE = re.compile(
+    r'Running periodic task ComputeManager\.update_available_resource')
+_FINAL_RE = re.compile(r'Final resource view: name=(\S+) ')
+_NOT_READY_RE = re.compile(r'Virt driver is not ready\.')
+_UPDATED_RE = re.compile(r'Compute_service record updated for |'
+                         r'Error updating resources for node ')
+_MARK_RE = re.compile(r'^--- harness: (\w+).* at (\d+\.\d+)$')
+_PLACEMENT_RE = re.compile(
+    r'placement\.requestlog \[(\S+) \S+ .*?\] \S+ "(\w+) (\S+)" '
+    r'status: (\d+)')
+_IRONIC_RE = re.compile(
+    r'INFO ironic\.api \[.*?\] \S+ - (GET|POST|PUT|PATCH|DELETE|HEAD) '
+    r'(\S+) - (\d+)')
+_UUID_RE = re.compile(
+    r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}')
+
+#: py-spy sample groups, first match wins: (name, substrings of a frame's
+#: file that put a sample in the group). The claims database's group also
+#: needs an ironic_partition frame in the stack.
+PROFILE_GROUPS = [
+    ('placement calls', ('nova/scheduler/client/report.py',)),
+    ('nova DB via conductor (RPC)', ('oslo_messaging/rpc/client.py',)),
+    ('Ironic API calls', ('openstack/', 'keystoneauth1/', 'requests/',
+                          'urllib3/')),
+    ('AMQP connection threads (oslo.messaging)', ('oslo_messaging/',
+                                                  'kombu/', 'amqp/')),
+    ('claims/membership DB (our driver)', ('sqlalchemy/', 'pymysql/',
+                                           'psycopg2/')),
+    ('logging', ('logging/__init__.py', 'oslo_log/')),
+    ('our driver (ironic_partition)', ('ironic_partition/',)),
+    ("nova's Ironic driver", ('nova/virt/ironic/',)),
+    ('resource tracker / compute manager', ('nova/compute/',
+                                            'nova/objects/')),
+]
+#: Leaf functions of a thread that waits (for work, a lock, a future, a
+#: timer); outside the call groups such a sample is "waiting".
+_PARKED = ('wait', 'sleep', 'select', 'poll', 'epoll', 'get', 'accept',
+           'acquire', '_wait_for_tstate_lock', 'readinto', 'recv_into',
+           'recv', 'result', '_read')
+#: A leaf line that blocks in C (no Python frame below it).
+_BLOCKING_RE = re.compile(r'\.(get|wait|acquire|result|join|recv\w*|'
+                          r'read\w*|select|poll|accept)\(|sleep\(')
+#: The groups whose waiting samples are I/O time (kept in the group).
+_IO_GROUPS = ('placement calls', 'nova DB via conductor (RPC)',
+              'Ironic API calls', 'claims/membership DB (our driver)')
+
+
+class Pass(object):
+    """One resource-tracker pass of one compute, read from its log."""
+
+    def __init__(self, begin, kind, request_id=None):
+        self.begin = begin
+        self.kind = kind            # 'startup' or 'periodic'
+        self.request_id = request_id
+        self.end = None
+        self.nodes = set()
+        self.updated = 0
+        self.not_ready = False
+
+    def complete(self, share):
+        """Tell whether the pass reported and saved at least ``share``."""
+        return self.nodes >= share and self.updated >= len(self.nodes)
+
+    def as_dict(self):
+        return {'begin': self.begin, 'end': self.end, 'kind': self.kind,
+                'nodes': len(self.nodes), 'not_ready': self.not_ready,
+                'duration_s': (None if self.end is None
+                               else self.end - self.begin)}
+
+
+def read_passes(path):
+    """Split a nova-compute log into resource-tracker passes.
+
+    A start-up pass begins at the fixture's ``start`` mark (nova runs it
+    in ``pre_start_hook``, without the periodic task's line); a periodic
+    one at oslo.service's "Running periodic task
+    ComputeManager.update_available_resource". A pass ends at its last
+    "Final resource view" or "Compute_service record updated" line (the
+    latter follows the node's placement update).
+
+    :param path: the compute's log.
+    :returns: a list of :class:`Pass`.
+    """
+    passes = []
+    current = None
+    with open(path, 'rb') as stream:
+        for raw in stream:
+            line = raw.decode('utf-8', 'replace').rstrip('\n')
+            mark = _MARK_RE.match(line)
+            if mark:
+                if mark.group(1) == 'start':
+                    current = Pass(float(mark.group(2)), 'startup')
+                    passes.append(current)
+                elif mark.group(1) in ('kill', 'stop', 'pause'):
+                    current = None
+                continue
+            when = novalane.line_time(line)
+            if when is None:
+                continue
+            if _RUN_RE.search(line):
+                req = _REQ_RE.search(line)
+                current = Pass(when, 'periodic',
+                               req.group(2) if req else None)
+                passes.append(current)
+                continue
+            if current is None:
+                continue
+            final = _FINAL_RE.search(line)
+            if final:
+                current.nodes.add(final.group(1))
+                current.end = when
+                if current.request_id is None:
+                    req = _REQ_RE.search(line)
+                    current.request_id = req.group(2) if req else None
+            elif _UPDATED_RE.search(line):
+                current.updated += 1
+                current.end = when
+            elif _NOT_READY_RE.search(line):
+                current.not_ready = True
+    return passes
+
+
+def _path_key(path):
+    path = _UUID_RE.sub('{uuid}', path)
+    base, _sep, query = path.partition('?')
+    keys = sorted(set(kv.split('=')[0] for kv in query.split('&') if kv))
+    return base + ('?' + ','.join(keys) if keys else '')
+
+
+def placement_requests(path):
+    """Read placement's request log.
+
+    :param path: placement's log.
+    :returns: a list of ``(time, global_request_id, method, path_key,
+        uuids in the path)``; requests without a global request id (the
+        harness's) are left out.
+    """
+    result = []
+    with open(path, 'rb') as stream:
+        for raw in stream:
+            line = raw.decode('utf-8', 'replace')
+            match = _PLACEMENT_RE.search(line)
+            if not match or match.group(1) == 'None':
+                continue
+            result.append((novalane.line_time(line), match.group(1),
+                           match.group(2), _path_key(match.group(3)),
+                           set(_UUID_RE.findall(match.group(3)))))
+    return result
+
+
+def ironic_requests(path):
+    """Read ironic-api's request log.
+
+    :param path: ironic-api's log.
+    :returns: a list of ``(time, method, path_key)``.
+    """
+    result = []
+    with open(path, 'rb') as stream:
+        for raw in stream:
+            line = raw.decode('utf-8', 'replace')
+            match = _IRONIC_RE.search(line)
+            if match:
+                result.append((novalane.line_time(line), match.group(1),
+                               _path_key(match.group(2))))
+    return result
+
+
+def _top(counter, count=8):
+    return ['%d %s' % (n, key) for key, n in counter.most_common(count)]
+
+
+def rss_mib(service):
+    """Resident memory of a service's process group.
+
+    :param service: a harness Service.
+    :returns: MiB, or None when nothing runs.
+    """
+    pids = service.group_pids()
+    return novalane.rss_bytes(pids) / 2 ** 20 if pids else None
+
+
+class Profiler(object):
+    """py-spy record on one process, stopped with SIGINT.
+
+    :param pid: the process.
+    :param path: the raw (collapsed stacks) output file.
+    :param rate: samples per second.
+    :param idle: also sample waiting threads (wall time); otherwise only
+        threads on a CPU.
+    """
+
+    def __init__(self, pid, path, rate=40, idle=True):
+        self.pid = pid
+        self.path = path
+        self.rate = rate
+        self.idle = idle
+        self.proc = None
+        self.error = None
+        self.started = None
+        self.stopped = None
+
+    def _attachable(self):
+        return subprocess.run(
+            ['py-spy', 'dump', '--nonblocking', '--pid', str(self.pid)],
+            capture_output=True, timeout=30).returncode == 0
+
+    def start(self, timeout=60):
+        """Start sampling once py-spy can read the process.
+
+        :param timeout: seconds allowed for the process to be readable.
+        :returns: None (``error`` says why nothing is sampled).
+        """
+        if shutil.which('py-spy') is None:
+            self.error = 'py-spy is not installed'
+            return
+        try:
+            harness.wait_for(self._attachable, timeout,
+                             'py-spy to attach to %s' % self.pid,
+                             interval=0.2)
+        except (harness.HarnessError, subprocess.SubprocessError) as exc:
+            self.error = str(exc)
+            return
+        self.proc = subprocess.Popen(
+            ['py-spy', 'record', '--pid', str(self.pid), '--rate',
+             str(self.rate), '--format', 'raw', '--nonblocking',
+             '--full-filenames', '-o', self.path] +
+            (['--idle'] if self.idle else []), stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE)
+        self.started = time.time()
+
+    def stop(self):
+        """Stop sampling and write the file.
+
+        :returns: None
+        """
+        if self.proc is None:
+            return
+        self.stopped = time.time()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            _out, err = self.proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _out, err = self.proc.communicate()
+        if not os.path.exists(self.path):
+            self.error = (err or b'').decode('utf-8', 'replace')[-500:]
+        self.proc = None
+
+    def summary(self):
+        """Group the samples.
+
+        :returns: a dict (``seconds`` sampled, ``groups`` in
+            thread-seconds, ``top_self`` and ``top_ours`` frames).
+        """
+        if self.error or not os.path.exists(self.path):
+            return {'error': self.error or 'no samples'}
+        return dict(summarise_profile(self.path, self.rate, self.idle),
+                    seconds=(self.stopped or time.time()) - self.started)
+
+
+class Profilers(object):
+    """Two py-spy recorders on one process: wall time and CPU time.
+
+    :param pid: the process.
+    :param prefix: the output files' prefix (``-wall.txt``, ``-cpu.txt``).
+    """
+
+    def __init__(self, pid, prefix):
+        self.wall = Profiler(pid, prefix + '-wall.txt', idle=True)
+        self.cpu = Profiler(pid, prefix + '-cpu.txt', idle=False)
+
+    @property
+    def stopped(self):
+        return self.wall.stopped
+
+    def start(self):
+        self.wall.start()
+        self.cpu.start()
+
+    def stop(self):
+        self.wall.stop()
+        self.cpu.stop()
+
+    def summary(self):
+        return {'wall': self.wall.summary(), 'cpu': self.cpu.summary()}
+
+
+def _frame_file(frame):
+    match = re.search(r'\(([^()]*):\d+\)$', frame)
+    return match.group(1) if match else frame
+
+
+def _waits(frame):
+    name = frame.split(' (')[0].split('.')[-1]
+    if name in _PARKED:
+        return True
+    match = re.search(r'\(([^()]*):(\d+)\)$', frame)
+    if not match:
+        return False
+    line = linecache.getline(match.group(1), int(match.group(2)))
+    return bool(_BLOCKING_RE.search(line))
+
+
+def _short(frame):
+    for marker in ('site-packages/', 'python3.11/', '/work/main/'):
+        if marker in frame:
+            head, _sep, tail = frame.partition(marker)
+            return head[:head.rfind('(') + 1] + tail
+    return frame
+
+
+def summarise_profile(path, rate, idle=True):
+    """Group py-spy's collapsed stacks.
+
+    :param path: a ``py-spy record --format raw`` file.
+    :param rate: its sampling rate.
+    :param idle: the file has waiting threads too (``--idle``): put their
+        samples outside the call groups apart; without it every sample
+        was on a CPU.
+    :returns: ``{'groups': {name: thread-seconds}, 'top_self': [...],
+        'top_ours': [...]}``; waiting threads outside the call groups are
+        counted apart.
+    """
+    groups = collections.Counter()
+    leaf = collections.Counter()
+    ours = collections.Counter()
+    with open(path) as stream:
+        for line in stream:
+            stack, _sep, count = line.rstrip('\n').rpartition(' ')
+            try:
+                count = int(count)
+            except ValueError:
+                continue
+            frames = stack.split(';')
+            files = [_frame_file(f) for f in frames]
+            group = None
+            for name, markers in PROFILE_GROUPS:
+                if name == 'claims/membership DB (our driver)' and not any(
+                        'ironic_partition/' in f for f in files):
+                    continue
+                if any(m in f for f in files for m in markers):
+                    group = name
+                    break
+            if idle and group not in _IO_GROUPS and _waits(frames[-1]):
+                group = 'waiting (locks, futures, sleeps)'
+            groups[group or 'other'] += count
+            if group == 'waiting (locks, futures, sleeps)':
+                continue
+            leaf[_short(frames[-1])] += count
+            seen = set()
+            for frame in frames:
+                if ('ironic_partition/' in frame or 'nova/' in frame) and (
+                        frame not in seen):
+                    seen.add(frame)
+                    ours[_short(frame)] += count
+    return {'groups': {k: v / float(rate) for k, v in groups.items()},
+            'top_self': _top(leaf, 12), 'top_ours': _top(ours, 20)}
+
+
+class Run(object):
+    """One driver's deployment over the shared Ironic.
+
+    :param label: the driver's name in the table.
+    :param driver: nova's ``compute_driver``.
+    :param ironic: the running IronicFixture.
+    :param free: the instance-less node UUIDs.
+    :param args: the parsed command line.
+    """
+
+    def __init__(self, label, driver, ironic, free, args):
+        self.label = label
+        self.driver = driver
+        self.ironic = ironic
+        self.free = free
+        self.args = args
+        self.timeout = args.timeout
+        self.cadence = CADENCES[args.cadence]
+        self.figures = {'driver': label, 'compute_driver': driver,
+                        'steps': {}, 'marks': []}
+        self.down = set()
+        self.nova = None
+        self.recorder = None
+
+    def _check(self):
+        self.nova.check_services()
+        for host, compute in self.nova.computes.items():
+            if host not in self.down and not compute.running():
+                raise harness.HarnessError('nova-compute %s died: %s' % (
+                    host, compute.process.returncode))
+
+    def _wait(self, live, what):
+        start = time.time()
+        try:
+            harness.wait_for(
+                lambda: nova_lane_bench._complete(self.recorder, live,
+                                                  self.free),
+                self.timeout, 'a complete report over %s (%s)' % (
+                    live, what), interval=1, check=self._check)
+        except harness.HarnessError as exc:
+            LOG.warning('%s: %s', self.label, exc)
+            return None
+        return time.time() - start
+
+    def _mark(self, label):
+        self.figures['marks'].append((time.time(), label))
+
+    def run(self):
+        """Run every step; tear down whatever happens.
+
+        :returns: the figures.
+        """
+        figures = self.figures
+        figures['load_start'] = os.getloadavg()
+        started = time.time()
+        self.nova = harness_nova.NovaFixture(
+            self.ironic.endpoint, HOSTS, partition_key=GROUP,
+            driver=self.driver, cadence=self.cadence,
+            start_computes=False,
+            placement_threads=self.args.placement_threads)
+        try:
+            self.nova.setUp()
+            figures['partition_options'] = self.nova.compute_config(
+                HOSTS[0]).get('ironic_partition')
+            figures['claims_backend'] = (
+                self.nova.membership_url.split(':')[0]
+                if self.driver == harness_nova.PARTITION_DRIVER else None)
+            self.recorder = novalane.Recorder(
+                self.nova.cell_url, self.nova.placement_endpoint,
+                interval=self.args.poll_interval)
+            self.recorder.start()
+            self._steps()
+        except Exception:
+            LOG.exception('%s: the run failed', self.label)
+            figures['error'] = str(sys.exc_info()[1])[:2000]
+        finally:
+            try:
+                self._analyse()
+            except Exception:
+                LOG.exception('%s: analysis failed', self.label)
+            if self.args.log_dir and self.nova is not None:
+                self._keep_logs()
+            if self.recorder is not None:
+                self.recorder.stop()
+            try:
+                self.nova.cleanUp()
+            except Exception:
+                LOG.exception('%s: cleanup failed', self.label)
+            figures['load_end'] = os.getloadavg()
+            figures['wall_s'] = time.time() - started
+        return figures
+
+    def _profiler(self, phase):
+        path = os.path.join(self.args.profile_dir, 'pyspy-%s-%s-%s' % (
+            self.label.replace(' ', '_'), self.args.nodes, phase))
+        return Profilers(self.nova.computes[PROFILED].process.pid, path)
+
+    def _steps(self):
+        figures = self.figures
+        steps = figures['steps']
+        nova = self.nova
+        figures['computes_started'] = t0 = time.time()
+        self._mark('start-up')
+        for host in HOSTS:
+            nova.computes[host].start()
+        profile = self._profiler('startup') if self.args.profile else None
+        if profile:
+            profile.start()
+        took = self._wait(HOSTS, 'start-up')
+        steps['start-up'] = None if took is None else time.time() - t0
+        self.complete_at = time.time()
+        if profile:
+            profile.stop()
+            figures['profile_startup'] = profile.summary()
+        figures['rss_after_startup'] = self._rss()
+        if took is None:
+            return
+        self._steady()
+        figures['rss_after_steady'] = self._rss()
+
+        self._mark('SIGKILL')
+        self.down.add(VICTIM)
+        kill_at = time.time()
+        nova.kill_compute(VICTIM)
+        moves_before = len(self.recorder.moves)
+        steps['SIGKILL'] = self._wait(['cn1', 'cn2'], 'failover')
+        figures['failover_moves'] = len(self.recorder.moves) - moves_before
+        figures['kill_at'] = kill_at
+
+        self._mark('restart')
+        self.down.discard(VICTIM)
+        moves_before = len(self.recorder.moves)
+        nova.start_compute(VICTIM)
+        steps['restart'] = self._wait(HOSTS, 'restart')
+        figures['restart_moves'] = len(self.recorder.moves) - moves_before
+
+    def _rss(self):
+        rss = {host: rss_mib(c) for host, c in self.nova.computes.items()}
+        rss['placement'] = rss_mib(self.nova.placement)
+        return rss
+
+    def _steady(self):
+        """Wait for each compute's first full pass after the report."""
+        nova = self.nova
+        after = self.complete_at
+        shares = collections.defaultdict(set)
+        for node, host in novalane.ring_owners(HOSTS, self.free).items():
+            shares[host].add(node)
+        found = {}
+        profile = None
+
+        def steady_pass(host):
+            for one in read_passes(nova.computes[host].log_path):
+                if one.kind == 'periodic' and one.begin > after:
+                    return one
+            return None
+
+        def done():
+            nonlocal profile
+            for host in HOSTS:
+                one = steady_pass(host)
+                if one is None:
+                    continue
+                if (host == PROFILED and self.args.profile and
+                        profile is None):
+                    profile = self._profiler('steady')
+                    profile.start()
+                    self.figures['profile_steady_late_s'] = (
+                        time.time() - one.begin)
+                if one.complete(shares[host]) or one.not_ready:
+                    found[host] = one
+                    if host == PROFILED and profile is not None and (
+                            profile.stopped is None):
+                        profile.stop()
+            return len(found) == len(HOSTS)
+
+        try:
+            harness.wait_for(done, self.timeout, 'steady passes',
+                             interval=0.5, check=self._check)
+        except harness.HarnessError as exc:
+            LOG.warning('%s: %s', self.label, exc)
+        finally:
+            if profile is not None:
+                profile.stop()
+                self.figures['profile_steady'] = profile.summary()
+        self.steady = found
+
+    def _analyse(self):
+        figures = self.figures
+        nova = self.nova
+        if nova is None or not getattr(nova, 'computes', None):
+            return
+        shares = collections.defaultdict(set)
+        for node, host in novalane.ring_owners(HOSTS, self.free).items():
+            shares[host].add(node)
+        figures['shares'] = {h: len(shares[h]) for h in HOSTS}
+        passes = {h: read_passes(c.log_path)
+                  for h, c in nova.computes.items()}
+        # NOTE(ironic-partition): start-up per compute: the end of its
+        # first pass that reports its whole share.
+        first = {}
+        for host in HOSTS:
+            start = [p for p in passes[host] if p.kind == 'startup']
+            if not start:
+                continue
+            t0 = start[0].begin
+            full = [p for p in passes[host]
+                    if p.end is not None and p.complete(shares[host])]
+            first[host] = {
+                'startup_pass': start[0].as_dict(),
+                'first_full_pass_end_s': (full[0].end - t0) if full
+                else None,
+                'passes_before_full': (passes[host].index(full[0])
+                                       if full else None),
+            }
+        figures['startup_per_compute'] = first
+        placement = ironic = []
+        if os.path.exists(nova.placement.log_path):
+            placement = placement_requests(nova.placement.log_path)
+        if os.path.exists(self.ironic.api.log_path):
+            ironic = ironic_requests(self.ironic.api.log_path)
+        steady = {}
+        for host, one in sorted(getattr(self, 'steady', {}).items()):
+            entry = one.as_dict()
+            if one.end is not None:
+                # NOTE(ironic-partition): placement's global request id
+                # is not the request id the compute logs; a request is
+                # this pass's when it is in the window and names one of
+                # the pass's nodes (compute node UUID = Ironic node
+                # UUID = provider UUID).
+                window = [r for r in placement
+                          if one.begin <= r[0] <= one.end]
+                mine = [r for r in window if r[4] & one.nodes]
+                entry['placement_calls_in_window'] = len(window)
+                in_window = [r for r in ironic
+                             if one.begin <= r[0] <= one.end]
+                entry['placement_calls'] = len(mine)
+                entry['placement_by_path'] = _top(collections.Counter(
+                    '%s %s' % (r[2], r[3]) for r in mine))
+                entry['ironic_calls_in_window'] = len(in_window)
+                entry['ironic_by_path'] = _top(collections.Counter(
+                    '%s %s' % (r[1], r[2]) for r in in_window))
+                entry['overlapping_passes'] = sorted(
+                    other for other in HOSTS if other != host and any(
+                        p.end is not None and p.begin < one.end and
+                        p.end > one.begin for p in passes[other]))
+            steady[host] = entry
+        figures['steady'] = steady
+        begin = getattr(self, 'complete_at', None)
+        t0 = figures.get('computes_started')
+        if begin and t0:
+            figures['startup_placement_calls'] = len(
+                [r for r in placement if t0 <= r[0] <= begin])
+            figures['startup_ironic_calls'] = len(
+                [r for r in ironic if t0 <= r[0] <= begin])
+            figures['startup_ironic_by_path'] = _top(collections.Counter(
+                '%s %s' % (r[1], r[2]) for r in ironic
+                if t0 <= r[0] <= begin))
+        # NOTE(ironic-partition): calls a minute in steady state, over
+        # the three computes: from the complete report to the SIGKILL.
+        end = figures.get('kill_at')
+        if begin and end and end > begin:
+            minutes = (end - begin) / 60.0
+            figures['steady_window_s'] = end - begin
+            figures['placement_calls_per_min'] = len(
+                [r for r in placement if begin <= r[0] <= end]) / minutes
+            figures['ironic_calls_per_min'] = len(
+                [r for r in ironic if begin <= r[0] <= end]) / minutes
+            figures['steady_ironic_by_path'] = _top(collections.Counter(
+                '%s %s' % (r[1], r[2]) for r in ironic
+                if begin <= r[0] <= end))
+            figures['steady_placement_by_path'] = _top(collections.Counter(
+                '%s %s' % (r[2], r[3]) for r in placement
+                if begin <= r[0] <= end))
+        if self.recorder is not None:
+            nova_lane_bench._measure(figures, nova, self.recorder,
+                                     figures.get('computes_started',
+                                                 time.time()))
+
+    def _keep_logs(self):
+        target = os.path.join(self.args.log_dir, '%s-%d' % (
+            self.label.replace(' ', '_'), self.args.nodes))
+        os.makedirs(target, exist_ok=True)
+        for service in self.nova.services:
+            if os.path.exists(service.log_path):
+                shutil.copy(service.log_path, target)
+        if os.path.exists(self.ironic.api.log_path):
+            shutil.copy(self.ironic.api.log_path, target)
+
+
+def mark_in_use(ironic, nodes, fraction, workers=4):
+    """Give a fraction of the nodes an ``instance_uuid``, through the API.
+
+    :param ironic: the IronicFixture.
+    :param nodes: sorted node UUIDs.
+    :param fraction: the share of nodes to mark.
+    :param workers: concurrent requests.
+    :returns: ``(marked UUIDs, seconds taken)``.
+    """
+    count = int(len(nodes) * fraction)
+    if not count:
+        return [], 0.0
+    step = len(nodes) / float(count)
+    chosen = [nodes[int(i * step)] for i in range(count)]
+    conn = harness.connect(ironic.endpoint)
+    start = time.time()
+    with futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(lambda n: harness.set_instance_uuid(
+            conn, n, str(uuid.uuid4())), chosen))
+    return chosen, time.time() - start
+
+
+def _fmt(value):
+    if value is None:
+        return 'never'
+    if isinstance(value, float):
+        return '%.1f' % value
+    return str(value)
+
+
+def _max(values):
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+def table_rows(result):
+    """The table's rows for one driver.
+
+    :param result: the dict of :meth:`Run.run`.
+    :returns: a list of ``(measure, value string)``.
+    """
+    steps = result.get('steps', {})
+    per = result.get('startup_per_compute', {})
+    steady = result.get('steady', {})
+    rss1 = result.get('rss_after_startup') or {}
+    rss2 = result.get('rss_after_steady') or {}
+    rows = [
+        ('start-up to complete report (s)', steps.get('start-up')),
+        ('start-up: slowest first full pass (s)', _max(
+            p.get('first_full_pass_end_s') for p in per.values())),
+        ('start-up: nodes in first pass cn1/cn2/cn3', '/'.join(
+            str(per.get(h, {}).get('startup_pass', {}).get('nodes'))
+            for h in HOSTS)),
+        ('start-up: shares cn1/cn2/cn3', '/'.join(
+            str(result.get('shares', {}).get(h)) for h in HOSTS)),
+        ('start-up placement / Ironic calls', '%s / %s' % (
+            result.get('startup_placement_calls'),
+            result.get('startup_ironic_calls'))),
+        ('double-held node-s, start-up', result.get(
+            'double_held_by_step', {}).get('start-up')),
+    ]
+    for host in HOSTS:
+        one = steady.get(host, {})
+        rows.append(('steady pass %s (s)' % host, one.get('duration_s')))
+        rows.append(('  placement calls %s' % host,
+                     one.get('placement_calls')))
+        rows.append(('  Ironic calls in window %s' % host,
+                     one.get('ironic_calls_in_window')))
+    per_node = [one['placement_calls'] / float(one['nodes'])
+                for one in steady.values()
+                if one.get('nodes') and 'placement_calls' in one]
+    window = result.get('steady_window_s')
+    rows += [
+        ('placement calls per node per steady pass', (
+            sum(per_node) / len(per_node)) if per_node else None),
+        ('placement calls/min, 3 computes (%s s)' % _fmt(window),
+         result.get('placement_calls_per_min')),
+        ('Ironic calls/min, 3 computes (%s s)' % _fmt(window),
+         result.get('ironic_calls_per_min')),
+        ('failover after SIGKILL (s)', steps.get('SIGKILL')),
+        ('double-held node-s, SIGKILL', result.get(
+            'double_held_by_step', {}).get('SIGKILL')),
+        ('restart (s)', steps.get('restart')),
+        ('double-held node-s, restart', result.get(
+            'double_held_by_step', {}).get('restart')),
+        ('moves at failover / restart', '%s / %s' % (
+            result.get('failover_moves'), result.get('restart_moves'))),
+        ('deleted / recreated rows, lost providers', '%s / %s / %s' % (
+            result.get('deleted_rows'), result.get('recreated_rows'),
+            result.get('providers_lost'))),
+        ('double-held node-s, whole run', result.get(
+            'double_held_node_seconds')),
+    ]
+    for label, rss in (('start-up', rss1), ('steady', rss2)):
+        rows.append(('RSS computes after %s (MiB)' % label, '/'.join(
+            _fmt(rss.get(h)) for h in HOSTS)))
+        rows.append(('RSS placement after %s (MiB)' % label,
+                     rss.get('placement')))
+    rows.append(('load average start / end', '%s / %s' % (
+        ' '.join('%.2f' % v for v in result.get('load_start', ())),
+        ' '.join('%.2f' % v for v in result.get('load_end', ())))))
+    rows.append(('wall time of the run (s)', result.get('wall_s')))
+    return [(name, value if isinstance(value, str) else _fmt(value))
+            for name, value in rows]
+
+
+def print_table(results, out=sys.stdout):
+    """Print the figures as an RST table, a column per driver.
+
+    :param results: the dicts of :meth:`Run.run`.
+    :param out: the stream.
+    :returns: None
+    """
+    columns = [dict(table_rows(r)) for r in results]
+    names = [name for name, _v in table_rows(results[0])]
+    names = [re.sub(r' \(\S+ s\)$', '', n) for n in names]
+    columns = [dict((re.sub(r' \(\S+ s\)$', '', k), v)
+                    for k, v in c.items()) for c in columns]
+    if any(r.get('steady_window_s') for r in results):
+        out.write('(calls/min: from the complete report to the SIGKILL: '
+                  '%s s)\n' % ' / '.join(
+                      _fmt(r.get('steady_window_s')) for r in results))
+    header = ['measure'] + [r['driver'] for r in results]
+    body = [[name] + [c[name] for c in columns] for name in names]
+    nova_lane_bench.write_rst_table(header, body, out)
+
+
+def print_profile(results, out=sys.stdout):
+    """Print the grouped profiles.
+
+    :param results: the dicts of :meth:`Run.run`.
+    :param out: the stream.
+    :returns: None
+    """
+    for result in results:
+        for phase, kind in [(p, k) for p in ('startup', 'steady')
+                            for k in ('wall', 'cpu')]:
+            prof = result.get('profile_%s' % phase, {}).get(kind)
+            if not prof:
+                continue
+            out.write('\n%s, %s, %s, %s: ' % (result['driver'], PROFILED,
+                                              phase, kind))
+            if 'error' in prof:
+                out.write('no profile: %s\n' % prof['error'])
+                continue
+            out.write('%.1f s sampled (thread-seconds by group)\n'
+                      % prof['seconds'])
+            for name, secs in sorted(prof['groups'].items(),
+                                     key=lambda kv: -kv[1]):
+                out.write('  %8.1f  %s\n' % (secs, name))
+            out.write('  top frames (self):\n')
+            for line in prof['top_self']:
+                out.write('    %s\n' % line)
+            out.write('  top nova/ironic_partition frames (inclusive):\n')
+            for line in prof['top_ours']:
+                out.write('    %s\n' % line)
+
+
+def main(argv=None):
+    """Run the benchmark and print the table.
+
+    :param argv: command-line arguments.
+    :returns: the exit code.
+    """
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--nodes', type=int, default=1000)
+    parser.add_argument('--in-use', type=float, default=0.05,
+                        help='share of nodes given an instance_uuid')
+    parser.add_argument('--cadence', choices=sorted(CADENCES),
+                        default='default',
+                        help="nova's default (60 s) or the harness's "
+                        "short one (4 s)")
+    parser.add_argument('--timeout', type=int, default=600,
+                        help='seconds allowed for each wait')
+    parser.add_argument('--poll-interval', type=float, default=2.0,
+                        help="seconds between reads of nova's cell "
+                        "database and placement")
+    parser.add_argument('--placement-threads', type=int, default=None)
+    parser.add_argument('--no-profile', dest='profile',
+                        action='store_false')
+    parser.add_argument('--profile-dir', default=None,
+                        help='where the py-spy files go (kept)')
+    parser.add_argument('--log-dir', help='keep the services\' logs here')
+    parser.add_argument('--json', help='also write the figures here')
+    parser.add_argument('--driver', action='append',
+                        choices=[d[0] for d in DRIVERS],
+                        help='run only these drivers')
+    parser.add_argument('--table-from', metavar='JSON',
+                        help='print the table of an earlier --json file '
+                        'and exit')
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    if args.table_from:
+        with open(args.table_from) as stream:
+            earlier = json.load(stream)
+        print_table(earlier['results'])
+        print_profile(earlier['results'])
+        return 0
+    if args.profile_dir is None:
+        args.profile_dir = args.log_dir or os.getcwd()
+    os.makedirs(args.profile_dir, exist_ok=True)
+    config = {'nodes': args.nodes, 'computes': HOSTS,
+              'conductor_group': GROUP, 'cadence': args.cadence,
+              'cadence_options': CADENCES[args.cadence],
+              'load_start': os.getloadavg(), 'cpus': os.cpu_count()}
+    ironic = harness.IronicFixture(db_backend='postgresql',
+                                   conductor_groups=[GROUP])
+    results = []
+    try:
+        ironic.setUp()
+        nodes = harness.bulk_enroll(ironic.config_file, args.nodes, [GROUP],
+                                    provision_state='available')
+        uuids = sorted(n['uuid'] for n in nodes)
+        in_use, took = mark_in_use(ironic, uuids, args.in_use)
+        config['in_use_nodes'] = len(in_use)
+        config['in_use_api_s'] = took
+        used = set(in_use)
+        free = [u for u in uuids if u not in used]
+        for label, driver in DRIVERS:
+            if args.driver and label not in args.driver:
+                continue
+            results.append(Run(label, driver, ironic, free, args).run())
+    finally:
+        ironic.cleanUp()
+    config['load_end'] = os.getloadavg()
+    print('%(nodes)d nodes (%(in_use_nodes)d with an instance_uuid, set '
+          'through the API in %(in_use_api_s).1f s), computes cn1-cn3, '
+          'cadence %(cadence)s' % config)
+    for result in results:
+        if result.get('claims_backend'):
+            print('%s: claims database %s; [ironic_partition] %s' % (
+                result['driver'], result.get('claims_backend'),
+                result.get('partition_options')))
+    if results:
+        print_table(results)
+        print_profile(results)
+    output = {'config': config, 'results': results}
+    if args.json:
+        with open(args.json, 'w') as stream:
+            json.dump(output, stream, indent=2, default=str)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
