@@ -213,6 +213,12 @@ class ClockStepTooLarge(MembershipError):
     msg_fmt = _("Ownership cannot be proven: %(reason)s.")
 
 
+class SeveralDatabaseWriters(MembershipError):
+    """The live services write through several database nodes at once."""
+
+    msg_fmt = _("Ownership cannot be proven: %(reason)s.")
+
+
 class IdentityLost(MembershipError):
     """This process no longer holds its host name: it was taken over."""
 

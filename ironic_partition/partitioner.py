@@ -269,6 +269,9 @@ class Partitioner(object):
             membership = self.membership.members(settings.partition_key,
                                                  peers,
                                                  **_shard_kwargs(settings))
+        except exception.SeveralDatabaseWriters as e:
+            raise exception.PartitionNotReady(kind='membership',
+                                              reason=str(e))
         except claims_mod.DATABASE_ERRORS as e:
             raise exception.PartitionNotReady(kind='membership', reason=(
                 'the membership cannot be read: %s' % e))

@@ -40,6 +40,7 @@ NODE_ID_LENGTH = 36
 INCARNATION_LENGTH = 36
 ORIGIN_LENGTH = 255
 SHARD_LENGTH = 255
+DATABASE_NODE_LENGTH = 255
 
 _NAMING_CONVENTION = {
     'pk': 'pk_%(table_name)s',
@@ -176,6 +177,30 @@ def _utc_after_sqlite(element, compiler, **kw):
             % _seconds(element, compiler, **kw))
 
 
+class server_node(expression.FunctionElement):
+    """The database node that runs the statement: ``host:port``.
+
+    On MariaDB and MySQL, the server's ``@@hostname`` and ``@@port``: on a
+    Galera cluster behind HAProxy, the node taking this service's writes.
+    NULL on PostgreSQL and SQLite, where only one server takes writes.
+    """
+
+    type = sa.String()
+    inherit_cache = True
+    name = 'server_node'
+
+
+@sa_compiler.compiles(server_node)
+def _server_node_default(element, compiler, **kw):
+    return 'NULL'
+
+
+@sa_compiler.compiles(server_node, 'mysql')
+@sa_compiler.compiles(server_node, 'mariadb')
+def _server_node_mysql(element, compiler, **kw):
+    return "CONCAT(@@hostname, ':', @@port)"
+
+
 class Base(orm.DeclarativeBase):
     """Declarative base of the membership models."""
 
@@ -193,7 +218,9 @@ class Service(Base):
     (database clock), ``origin`` (machine and PID) and ``liveness_token``
     (what tells, on that machine, whether the process still runs) describe
     it. ``shard`` is the Ironic shard of the service's partition, NULL
-    when it has none.
+    when it has none. ``database_node`` is the database node that took
+    the last heartbeat (:class:`server_node`), NULL where the database
+    cannot tell.
     """
 
     __tablename__ = 'ironic_partition_services'
@@ -228,6 +255,8 @@ class Service(Base):
         sa.String(ORIGIN_LENGTH), nullable=True)
     shard: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(SHARD_LENGTH), nullable=True)
+    database_node: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(DATABASE_NODE_LENGTH), nullable=True)
 
 
 class Claim(Base):

@@ -41,12 +41,15 @@ from ironic_partition import exception
 
 #: One row of the services table, with liveness evaluated on the server.
 #: ``incarnation`` is None once the process gave the host name up;
-#: ``started_at`` (server clock), ``origin`` and ``shard`` may be None.
+#: ``started_at`` (server clock), ``origin`` and ``shard`` may be None;
+#: ``database_node`` is the database node that took the last heartbeat
+#: (``host:port``; None where the database cannot tell).
 ServiceRecord = collections.namedtuple(
     'ServiceRecord',
     ['host', 'role', 'partition_key', 'version', 'created_at', 'last_seen',
-     'down', 'alive', 'incarnation', 'started_at', 'origin', 'shard'],
-    defaults=(None, None, None, None))
+     'down', 'alive', 'incarnation', 'started_at', 'origin', 'shard',
+     'database_node'],
+    defaults=(None, None, None, None, None))
 
 #: What :meth:`ServicesAPI.register_service` did: ``adoptable`` is the
 #: previous incarnation whose claims the new one may adopt (provably
@@ -91,7 +94,8 @@ class ServicesAPI(object):
     @_common.retry
     def _heartbeat(self, host, role, partition_key, version):
         values = {'partition_key': partition_key, 'version': version,
-                  'down': False, 'last_seen': models.utcnow()}
+                  'down': False, 'last_seen': models.utcnow(),
+                  'database_node': models.server_node()}
         if self._update(host, role, values):
             return False
         table = models.Service.__table__
@@ -246,7 +250,8 @@ class ServicesAPI(object):
             matched = self._update_holder(
                 conn, host, role, incarnation, partition_key=partition_key,
                 version=version, shard=shard, down=False,
-                last_seen=models.utcnow())
+                last_seen=models.utcnow(),
+                database_node=models.server_node())
         self._db.stats['heartbeats'] += 1
         return bool(matched)
 
@@ -351,7 +356,7 @@ class ServicesAPI(object):
             table.c.down,
             sa.case((alive, sa.literal(1)), else_=sa.literal(0)),
             table.c.incarnation, table.c.started_at, table.c.origin,
-            table.c.shard, models.utcnow(),
+            table.c.shard, table.c.database_node, models.utcnow(),
         ).where(table.c.role == role).order_by(table.c.host)
         with self._db.reader() as conn:
             rows = conn.execute(query).all()
@@ -365,6 +370,6 @@ class ServicesAPI(object):
                           last_seen=_common.utc(row[5]), down=bool(row[6]),
                           alive=bool(row[7]), incarnation=row[8],
                           started_at=_common.utc(row[9]), origin=row[10],
-                          shard=row[11])
+                          shard=row[11], database_node=row[12])
             for row in rows)
         return Snapshot(as_of=_common.utc(now), services=services)

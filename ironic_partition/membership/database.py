@@ -31,17 +31,24 @@ Faults:
 * database lost while running: heartbeats are retried with an exponential
   back-off capped at the heartbeat interval, :meth:`members` returns the
   last known membership with ``stale=True``, and :meth:`status` tells; the
-  heartbeat thread survives every exception.
+  heartbeat thread survives every exception;
+* live services writing through several database nodes (a Galera cluster
+  behind a load balancer that spreads connections): the service closes
+  its pooled connections, and :meth:`members` raises
+  ``SeveralDatabaseWriters`` if it lasts (see
+  :mod:`ironic_partition.db_writers`).
 """
 
 import random
 import threading
+import time
 
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition.db import health
 from ironic_partition.db import store as store_mod
+from ironic_partition import db_writers
 from ironic_partition import exception
 from ironic_partition import identity as identity_mod
 from ironic_partition.membership import base
@@ -98,6 +105,10 @@ class DatabaseMembership(base.MembershipBackend):
         self._members_stale = False
         self._health = health.Health()
         self._revision = None
+        #: Whether the live services write through one database node;
+        #: judged only once this service runs (not for the CLI's reads).
+        self._writers = db_writers.WriterWatch(2 * service_down_time)
+        self._watching = False
 
     @property
     def identity(self):
@@ -138,6 +149,7 @@ class DatabaseMembership(base.MembershipBackend):
         except Exception as exc:
             raise self._connection_failed(exc)
         self._health.succeeded()
+        self._watching = True
         LOG.info('Joined the membership database %(conn)s as %(host)s '
                  '(%(role)s, partition key %(key)r, shard %(shard)r); '
                  'heartbeat every '
@@ -251,7 +263,9 @@ class DatabaseMembership(base.MembershipBackend):
             ``shard`` is set.
         :param shard: the shard, or None when unset.
         :raises: MembershipUnavailable when the database cannot be read and
-            no membership was ever read.
+            no membership was ever read; SeveralDatabaseWriters when the
+            live services have written through several database nodes for
+            longer than twice ``service_down_time``.
         :returns: a :class:`base.Membership`, ``stale`` when it is the last
             known one.
         """
@@ -284,9 +298,33 @@ class DatabaseMembership(base.MembershipBackend):
             self._snapshot = snapshot
         if was_stale:
             LOG.info('Reading the membership database works again')
+        if self._watching:
+            self._check_writers(snapshot.services)
         return base.compute_membership(
             self.host, snapshot.services, partition_key, peer_list,
             snapshot.as_of, shard=shard)
+
+    def _check_writers(self, services):
+        watch = self._writers
+        was = watch.since
+        verdict = watch.observe(services, time.monotonic())
+        if verdict.reconnect:
+            LOG.warning('The live services write through several database '
+                        'nodes: %(nodes)s; closing the database connections '
+                        'of %(host)s so that its next ones go where the '
+                        'load balancer sends new connections now',
+                        {'nodes': db_writers.describe(watch.nodes),
+                         'host': self.host})
+            try:
+                self.store.dispose()
+            except Exception:
+                LOG.debug('Ignoring an error while closing the membership '
+                          'database connections', exc_info=True)
+        elif was is not None and watch.since is None:
+            LOG.info('The live services write through one database node '
+                     'again: %s', db_writers.describe(watch.nodes))
+        if verdict.problem:
+            raise exception.SeveralDatabaseWriters(reason=verdict.problem)
 
     def status(self):
         """Describe the backend, its database and its heartbeats.
@@ -310,6 +348,7 @@ class DatabaseMembership(base.MembershipBackend):
                 'seconds_since_last_heartbeat': (
                     self._health.seconds_since_ok()),
                 'membership_stale': self._members_stale,
+                'database_nodes': dict(self._writers.nodes),
                 'membership_as_of': (
                     self._snapshot.as_of.isoformat()
                     if self._snapshot is not None else None),

@@ -17,7 +17,9 @@
 Three ``mariadbd`` (Debian's 10.11, Galera 4) on 127.0.0.1, each with its
 own data directory, ``--defaults-file`` (``/etc/mysql`` is never read)
 and ports, behind one ``haproxy -db`` shaped as kolla-ansible's: node 0
-active, nodes 1 and 2 ``backup``. Every process is a
+active, nodes 1 and 2 ``backup``; a second front end of the same HAProxy
+hands connections to node 0 and node 1 in turn (``url(roundrobin=True)``),
+the shape the claims refuse. Every process is a
 :class:`~ironic_partition.testing.process.Service` child of the test,
 stopped by its pid at cleanup. tools/test-setup.sh installs the packages.
 """
@@ -86,6 +88,13 @@ HAPROXY_CFG = '\n    '.join([
     'option mysql-check user haproxy post-41\n'])
 HAPROXY_SERVER = ('    server {n.name} 127.0.0.1:{n.port} check inter 500 '
                   'rise 2 fall 2{backup}\n')
+#: A second front end, for the unsupported shape: node0 and node1 take
+#: connections in turn, so both take writes at once (node2, whose clock a
+#: test may set far off, is left out).
+HAPROXY_ROUNDROBIN = '\n    '.join([
+    '\nlisten galera_roundrobin', 'bind 127.0.0.1:{port}', 'mode tcp',
+    'balance roundrobin', 'option tcpka',
+    'option mysql-check user haproxy post-41\n'])
 
 # NOTE(harness): as root, SST is not "rsync" itself: the joiner's
 # wsrep_sst_rsync starts "rsync --daemon" with no uid in its rsyncd.conf,
@@ -160,6 +169,7 @@ class GaleraFixture(fixtures.Fixture):
         self.nodes = []
         self.haproxy = None
         self.haproxy_port = None
+        self.roundrobin_port = None
 
     def _setUp(self):
         missing = [path for path in (MARIADBD, INSTALL_DB, PROVIDER, SST_RSYNC,
@@ -218,7 +228,8 @@ class GaleraFixture(fixtures.Fixture):
                 os.chmod(self._path('bin', name), 0o755)
         cluster = ','.join('127.0.0.1:%d' % n.gcomm_port for n in self.nodes)
         self.haproxy_port = process.free_port()
-        servers = ''
+        self.roundrobin_port = process.free_port()
+        servers = spread = ''
         for node in self.nodes:
             os.makedirs(node.datadir)
             with open(node.cnf, 'w') as stream:
@@ -227,10 +238,13 @@ class GaleraFixture(fixtures.Fixture):
             node.env = self._node_env(node)
             servers += HAPROXY_SERVER.format(
                 n=node, backup=' backup' if node.index else '')
+            if node.index < 2:
+                spread += HAPROXY_SERVER.format(n=node, backup='')
         with open(self._path('haproxy.cfg'), 'w') as stream:
             stream.write(HAPROXY_CFG.format(
                 stats=self._path('haproxy.sock'), port=self.haproxy_port)
-                + servers)
+                + servers + HAPROXY_ROUNDROBIN.format(
+                    port=self.roundrobin_port) + spread)
 
     def _node_env(self, node):
         env = dict(os.environ)
@@ -332,14 +346,18 @@ class GaleraFixture(fixtures.Fixture):
                    % (sorted(up), sorted(down)), sorted(set(up) | set(down)),
                    alive=up)
 
-    def url(self, database=None):
+    def url(self, database=None, roundrobin=False):
         """The SQLAlchemy URL of the cluster, through HAProxy.
 
         :param database: the database name, or None for none.
+        :param roundrobin: through the second front end, which hands
+            connections to node 0 and node 1 in turn (not supported for
+            the claims: several nodes take writes at once).
         :returns: ``mysql+pymysql://root@127.0.0.1:PORT/DATABASE``.
         """
         return 'mysql+pymysql://root@127.0.0.1:%d/%s' % (
-            self.haproxy_port, database or '')
+            self.roundrobin_port if roundrobin else self.haproxy_port,
+            database or '')
 
     def node_url(self, index, database=None):
         """The SQLAlchemy URL of one node, without HAProxy.

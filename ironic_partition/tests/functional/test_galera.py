@@ -45,10 +45,21 @@ the fault tests' observer checks I1-I4 over the whole test.
   cluster bootstrapped again from the most advanced one: the agents are
   not ready while it is down, and afterwards every claim is kept or taken
   again, never held twice.
+* ``test_several_writers_are_refused``: the agents reach the cluster
+  through a front end that hands connections to node0 and node1 in turn
+  (``balance roundrobin``, no ``backup``), so both take writes: every
+  agent says so and is not ready, within twice ``service_down_time``
+  (and the reconnection that precedes it); nothing is reported twice.
+
+After a failover and a failback (``test_writer_failover``), the services'
+rows name one database node again: those left on the backup by HAProxy
+reconnected when they saw the others write through node0.
 """
 
+import re
 import time
 
+from ironic_partition import db_writers
 from ironic_partition import testing as harness
 from ironic_partition.testing import agents as agents_mod
 from ironic_partition.testing import db as harness_db
@@ -94,7 +105,7 @@ class GaleraTestCase(test_galera_fixture.SharedGalera,
             type(self).galera = fixture
 
     def make_database(self):
-        name = harness_db.unique_name()
+        self.db_name = name = harness_db.unique_name()
         self.galera.create_database(name)
         self.addCleanup(self.galera.drop_database, name)
         # NOTE(ironic-partition): cleanups run last first: the cluster is
@@ -158,6 +169,11 @@ class GaleraTestCase(test_galera_fixture.SharedGalera,
         reports = self.observer.latest()
         return {h: reports[h].get('reason') for h in hosts}
 
+    def writers(self):
+        """The database nodes the live agents' heartbeats went through."""
+        snapshot = self.admin.services.services('agent', 4)
+        return db_writers.writers(snapshot.services)
+
     def epochs(self):
         """Every claim's owner and epoch, from the claims table."""
         snapshot = self.admin.claims.read_claims('agent')
@@ -192,6 +208,11 @@ class GaleraTestCase(test_galera_fixture.SharedGalera,
                          'HAProxy to send connections to node0 again')
         self.wait_ready(HOSTS, 'the agents to be ready on node0', since)
         self.wait_split(HOSTS, 'the split on node0 again', since)
+        # One database node takes every agent's writes again.
+        harness.wait_for(lambda: len(self.writers()) == 1, TIMEOUT,
+                         'the agents to write through one node',
+                         interval=0.2)
+        self.figures['writers_after_failback'] = self.writers()
         result = self.analyse()
         self.assertEqual(0, len(result.overlaps))
 
@@ -280,3 +301,33 @@ class GaleraTestCase(test_galera_fixture.SharedGalera,
         self.assertEqual({n: o for n, (o, _e) in before.items()},
                          {n: o for n, (o, _e) in after.items()
                           if n in before})
+
+    def test_several_writers_are_refused(self):
+        self.db_url = self.galera.url(self.db_name, roundrobin=True) + \
+            '?charset=utf8mb4'
+        # COVERED: node1's clock is within what the lease covers, so the
+        # refusal can only be the several writers'.
+        started = time.monotonic()
+        self.start_agents(HOSTS, timings=COVERED)
+        self.fault('the agents on a round-robin front end')
+        reasons = self.wait_not_ready(
+            HOSTS, 'the agents to refuse several writers',
+            needle='written through several database nodes at once')
+        self.figures['refused_after'] = round(time.monotonic() - started, 3)
+        for host, reason in reasons.items():
+            self.assertIn('configure HAProxy with one active server and '
+                          'the others "backup"', reason, host)
+        # Each agent saw both nodes behind that front end, named by host
+        # and port, and reconnected before it refused.
+        ((hostname,),) = self.galera.execute('SELECT @@hostname')
+        both = ['%s:%d' % (hostname, self.galera.nodes[i].port)
+                for i in (0, 1)]
+        for host in HOSTS:
+            sightings = re.findall(
+                r'write through several database nodes: (.*); closing the '
+                r'database connections of %s ' % host, self.agents[host].log())
+            self.assertTrue(sightings, host)
+            for node in both:
+                self.assertIn(node, sightings[0], host)
+        # Refused: I2 does not hold, by design; I1 does.
+        self.analyse(i2=False)

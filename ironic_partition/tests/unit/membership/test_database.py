@@ -179,3 +179,52 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         self.assertTrue(b.heartbeat())
         (svc,) = b.store.services.services('conductor', 30).services
         self.assertEqual('rack2', svc.partition_key)
+
+    def test_several_database_nodes_reconnect_then_refuse(self):
+        logger = self.useFixture(fixtures.FakeLogger())
+        b = self._backend(partition_key='')
+        b.start()
+        self.assertEqual({}, b.status()['database_nodes'])
+        # SQLite cannot tell its node; pretend the rows come from MariaDB
+        # servers behind a proxy that spreads the services' connections.
+        real = b.store.services.services
+
+        def spread(role, down_time):
+            snapshot = real(role, down_time)
+            rows = [s._replace(database_node='db%d:3306' % i)
+                    for i, s in enumerate(snapshot.services)]
+            rows.append(rows[0]._replace(host='peer',
+                                         database_node='db9:3306'))
+            return snapshot._replace(services=tuple(rows))
+
+        clock = [1000.0]
+        self.useFixture(fixtures.MonkeyPatch(
+            'ironic_partition.membership.database.time.monotonic',
+            lambda: clock[0]))
+        with mock.patch.object(b.store.services, 'services',
+                               autospec=True, side_effect=spread), \
+                mock.patch.object(b.store, 'dispose',
+                                  autospec=True) as dispose:
+            self.assertIn('me', b.members('').live)
+            self.assertEqual(1, dispose.call_count)
+            self.assertIn('write through several database nodes: '
+                          'db0:3306 (me); db9:3306 (peer); closing the '
+                          'database connections of me', logger.output)
+            clock[0] += 59
+            b.members('')
+            self.assertEqual(1, dispose.call_count)
+            clock[0] += 1
+            exc = self.assertRaises(exception.SeveralDatabaseWriters,
+                                    b.members, '')
+            self.assertIn('written through several database nodes at '
+                          'once for 60 s', str(exc))
+            self.assertEqual(2, dispose.call_count)
+        self.assertEqual({'db0:3306': ['me'], 'db9:3306': ['peer']},
+                         b.status()['database_nodes'])
+        # One node again (SQLite tells none): ready once that has lasted
+        # twice service_down_time, and said so.
+        self.assertRaises(exception.SeveralDatabaseWriters, b.members, '')
+        clock[0] += 60
+        self.assertEqual({'me'}, b.members('').live)
+        self.assertIn('write through one database node again',
+                      logger.output)
