@@ -79,6 +79,7 @@ from nova import context as nova_context
 from nova import exception as nova_exception
 from nova import objects
 from nova.virt.ironic import driver as ironic_driver
+from openstack import exceptions as sdk_exc
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
@@ -97,6 +98,10 @@ DEFAULT_PERIODIC_SPACING = 60
 
 #: The hypervisor type of nova's (and our) Ironic compute nodes.
 HYPERVISOR_TYPE = 'ironic'
+
+
+def _one_line(error):
+    return ' '.join(str(error).split())
 
 
 class IronicPartitionDriver(mixin.PartitionMixin,
@@ -430,8 +435,11 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         ``ComputeResourcesUnavailable`` makes nova reschedule the build to
         another host. Otherwise nova reserves the node with its atomic
         ``instance_uuid`` write (Ironic refuses it while another instance
-        is set), and a build that lost that race is rescheduled as well;
-        nova's ``failed_spawn_cleanup`` leaves a node it never reserved
+        is set), and a build that lost that race is rescheduled as well,
+        as is one whose write Ironic refused with a conflict while no
+        other instance holds the node (an Ironic conductor held the
+        node's lock: nova's own driver fails that build); nova's
+        ``failed_spawn_cleanup`` leaves a node it never reserved
         untouched.
 
         :param instance: the nova ``Instance`` being built.
@@ -452,16 +460,36 @@ class IronicPartitionDriver(mixin.PartitionMixin,
                                    holder))
         try:
             super().prepare_for_spawn(instance)
-        except nova_exception.InstanceDeployFailure:
+        except nova_exception.InstanceDeployFailure as e:
             other = self._reserved_by_other(node_id, instance.uuid)
-            if other is None:
+            if other is not None:
+                LOG.warning('Node %(node)s was reserved for instance '
+                            '%(other)s first; nova reschedules the build',
+                            {'node': node_id, 'other': other},
+                            instance=instance)
+                raise nova_exception.ComputeResourcesUnavailable(
+                    reason='node %s was reserved for instance %s first'
+                           % (node_id, other))
+            cause = e.__context__
+            if not isinstance(cause, sdk_exc.ConflictException):
+                LOG.error('Reserving node %(node)s failed, and no other '
+                          'instance holds it: %(cause)s',
+                          {'node': node_id, 'cause': cause},
+                          instance=instance)
                 raise
-            LOG.warning('Node %(node)s was reserved for instance %(other)s '
-                        'first; nova reschedules the build',
-                        {'node': node_id, 'other': other}, instance=instance)
+            # NOTE(ironic-partition): a conflict without another instance
+            # on the node: an Ironic conductor held the node's lock
+            # (NodeLocked), or another build reserved it and let it go
+            # meanwhile. Either way the node was not this build's to take
+            # now; nova's own driver fails the build, a reschedule is
+            # what the scheduler's choice deserves.
+            LOG.warning('Node %(node)s could not be reserved (%(cause)s); '
+                        'nova reschedules the build',
+                        {'node': node_id, 'cause': _one_line(cause)},
+                        instance=instance)
             raise nova_exception.ComputeResourcesUnavailable(
-                reason='node %s was reserved for instance %s first'
-                       % (node_id, other))
+                reason='node %s could not be reserved: %s'
+                       % (node_id, _one_line(cause)))
 
     def _reserved_by_other(self, node_id, instance_uuid):
         try:

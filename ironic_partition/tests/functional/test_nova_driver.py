@@ -30,6 +30,7 @@ import uuid
 
 import fixtures
 from oslotest import base
+import sqlalchemy
 from testtools import content
 import tooz.hashring
 
@@ -234,6 +235,34 @@ class NovaDriverTestCase(_IronicTestCase):
         driver.failed_spawn_cleanup(lost)
         self.assertEqual(winner,
                          self.conn.baremetal.get_node(raced).instance_id)
+
+        # An Ironic conductor holds the node's lock (its reservation, as
+        # Ironic records it) when nova writes: Ironic answers 409
+        # NodeLocked; nova's own driver fails the build, ours reschedules
+        # it and leaves the node alone.
+        locked = objects.Instance(uuid=str(uuid.uuid4()), node=ours)
+        self._set_reservation(ours, 'another-conductor')
+        self.addCleanup(self._set_reservation, ours, None)
+        e = self.assertRaises(nova_exception.ComputeResourcesUnavailable,
+                              driver.prepare_for_spawn, locked)
+        self.assertIn('node %s could not be reserved' % ours, str(e))
+        self.assertIn('another-conductor', str(e))
+        self.assertIsNone(self.conn.baremetal.get_node(ours).instance_id)
+        driver.failed_spawn_cleanup(locked)
+        self._set_reservation(ours, None)
+        self.assertIsNone(self.conn.baremetal.get_node(ours).instance_id)
+
+    def _set_reservation(self, node, holder):
+        # NOTE(ironic-partition): how an Ironic conductor holds a node's
+        # exclusive lock: its name in the node's reservation column.
+        engine = sqlalchemy.create_engine(self.ironic.database.url)
+        try:
+            with engine.begin() as conn:
+                conn.execute(sqlalchemy.text(
+                    'UPDATE nodes SET reservation = :holder '
+                    'WHERE uuid = :node'), {'holder': holder, 'node': node})
+        finally:
+            engine.dispose()
 
     def test_local_database_only_while_alone(self):
         # nova's unpartitioned HA on our defaults: no conductor group, no
