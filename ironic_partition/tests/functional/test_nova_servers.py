@@ -178,7 +178,25 @@ class ServersLaneTest(test_nova_compute._Lane):
                 LOG.exception('Could not delete servers %s', left)
 
     def faults(self, servers):
-        return harness_api.faults(servers)
+        """The failed servers' faults, with the computes' lines on them.
+
+        The lines (warnings and errors naming a failed server, tracebacks
+        included) are attached as the ``build-failures`` detail, so that a
+        failure says why after the lane's logs are gone.
+        """
+        faults = harness_api.faults(servers)
+        if faults:
+            lines = []
+            for host, compute in sorted(self.nova.computes.items()):
+                with open(compute.log_path, 'rb') as stream:
+                    for raw in stream:
+                        line = raw.decode('utf-8', 'replace')
+                        if (any(server in line for server in faults) and
+                                (' ERROR ' in line or ' WARNING ' in line)):
+                            lines.append('%s: %s' % (host, line.rstrip()))
+            self.addDetail('build-failures', content.text_content(
+                '\n'.join(lines[-400:]) or 'no compute logged them'))
+        return faults
 
     def delete_all_and_check(self, ids, since, delete=None):
         """Delete servers, then check nothing is left and nothing broke.
