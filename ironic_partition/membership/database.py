@@ -32,6 +32,12 @@ Faults:
   back-off capped at the heartbeat interval, :meth:`members` returns the
   last known membership with ``stale=True``, and :meth:`status` tells; the
   heartbeat thread survives every exception;
+* database back after an outage: peers that were alive before it and
+  whose heartbeats stopped during it are kept alive until
+  ``service_down_time`` after this service last saw the database fail
+  (:meth:`members`), so that every live peer has heartbeated again before
+  any is judged dead: an outage of the database is not the death of its
+  clients;
 * live services writing through several database nodes (a Galera cluster
   behind a load balancer that spreads connections): the service closes
   its pooled connections, and :meth:`members` raises
@@ -109,6 +115,11 @@ class DatabaseMembership(base.MembershipBackend):
         #: judged only once this service runs (not for the CLI's reads).
         self._writers = db_writers.WriterWatch(2 * service_down_time)
         self._watching = False
+        #: The peers alive before the database last failed this service,
+        #: kept alive for a while after it answers again; None without
+        #: a recent failure.
+        self._outage_peers = None
+        self._outage_seen = None
 
     @property
     def identity(self):
@@ -234,6 +245,7 @@ class DatabaseMembership(base.MembershipBackend):
             return False
         except Exception as exc:
             failures = self._health.failed(exc)
+            self._note_outage()
             if self._health.worth_logging(failures):
                 LOG.error('Heartbeat of %(host)s (%(role)s) to the '
                           'membership database %(conn)s failed '
@@ -277,6 +289,7 @@ class DatabaseMembership(base.MembershipBackend):
                 snapshot = self._snapshot
                 first = not self._members_stale
                 self._members_stale = True
+            self._note_outage()
             if snapshot is None:
                 raise exception.MembershipUnavailable(
                     role=self.role,
@@ -301,8 +314,55 @@ class DatabaseMembership(base.MembershipBackend):
         if self._watching:
             self._check_writers(snapshot.services)
         return base.compute_membership(
-            self.host, snapshot.services, partition_key, peer_list,
-            snapshot.as_of, shard=shard)
+            self.host, self._after_outage(snapshot.services), partition_key,
+            peer_list, snapshot.as_of, shard=shard)
+
+    def _note_outage(self):
+        """Remember that the database failed this service just now."""
+        with self._lock:
+            if self._outage_peers is None:
+                snapshot = self._snapshot
+                self._outage_peers = frozenset(
+                    s.host for s in (snapshot.services if snapshot else ())
+                    if s.alive)
+            self._outage_seen = time.monotonic()
+
+    def _after_outage(self, services):
+        """Keep the peers an outage silenced alive for a while.
+
+        The peers' heartbeats fail while the database is unreachable, as
+        this service's do; when it answers again, the first service to
+        read it would see peers whose heartbeat has not been retried yet
+        as dead, and take their nodes (their claims ran out meanwhile)
+        until their next heartbeat: a move and a move back in nova. Until
+        ``service_down_time`` has passed since this service last saw the
+        database fail, a peer that was alive before the outage and is not
+        marked down counts as alive. A peer that really died during the
+        outage is taken over that much later.
+
+        :param services: the rows read.
+        :returns: the rows, with those peers alive.
+        """
+        with self._lock:
+            peers, seen = self._outage_peers, self._outage_seen
+            if peers is None:
+                return services
+            left = seen + self.service_down_time - time.monotonic()
+            if left <= 0:
+                self._outage_peers = self._outage_seen = None
+                return services
+        kept = sorted(s.host for s in services
+                      if s.host in peers and not s.alive and not s.down)
+        if not kept:
+            return services
+        LOG.info('Counting %(peers)s alive for %(left).1f s more: the '
+                 'membership database failed this service %(ago).1f s '
+                 'ago, and their heartbeats stopped during the outage, as '
+                 'its own did',
+                 {'peers': ', '.join(kept), 'left': left,
+                  'ago': self.service_down_time - left})
+        return tuple(s._replace(alive=True) if s.host in kept else s
+                     for s in services)
 
     def _check_writers(self, services):
         watch = self._writers

@@ -61,21 +61,26 @@ compute's share: never fewer nodes, nor another's.
   and an unwidened 5 s margin, and it is ready on ``node1``; then
   ``node0`` comes back (HAProxy fails back: new connections go to it,
   while the computes' pooled connections stay on ``node1``, measured).
-* ``test_c_whole_cluster_restart``: all three nodes stopped: every
-  compute logs "Virt driver is not ready"; the cluster is bootstrapped
-  again from the most advanced node, and every compute is ready with the
-  same split.
+* ``test_c_whole_cluster_restart``: all three nodes stopped, for longer
+  than ``service_down_time`` and the lease: every compute logs "Virt
+  driver is not ready"; the cluster is bootstrapped again from the most
+  advanced node while ``cn3`` is stopped (SIGSTOP), so that ``cn1`` and
+  ``cn2`` refresh before its heartbeat is retried: they say they count
+  it alive; once resumed, every compute is ready with the same split,
+  nothing moved.
 
-Each fault lasts as long as it takes every compute to log "Virt driver
-is not ready" (one resource-tracker run, at most 4 s plus the run) and
-the cluster to recover (``rejoin`` 1-3 s, a bootstrap 3-5 s): 6-9 s.
-Not longer: after an outage longer than ``service_down_time`` and the
-lease (both 10 s), the first compute to refresh once the database is
-back sees the computes whose heartbeat has not been retried yet as dead,
-and takes their nodes, whose claims ran out, until their next heartbeat:
-a move and back, and, in the lane's terms, nodes held twice (the
-previous holder's nova keeps its last view through its not-ready runs),
-which these tests would fail on.
+The isolation and the failover last as long as it takes every compute to
+log "Virt driver is not ready" (one resource-tracker run, at most 4 s plus
+the run) and the cluster to recover (``rejoin`` 1-3 s): 6-9 s. The whole
+cluster stays down longer than ``service_down_time`` and the lease (both
+10 s): every heartbeat and every claim has run out when it is back. The
+first compute to refresh then must not see the others, whose heartbeats
+have not been retried yet, as dead: it would take their nodes until
+their next heartbeat, a move and a move back, and, in the lane's terms,
+nodes held twice (the previous holder's nova keeps its last view through
+its not-ready runs). A service counts the peers that were alive before
+the database failed it as alive until ``service_down_time`` after it
+last saw the failure (``DatabaseMembership``).
 
 The tests run in this order on one deployment: the first needs every
 pooled connection of the computes on ``node0`` (HAProxy never moves an
@@ -407,10 +412,33 @@ class GaleraLaneTest(test_nova_compute._Lane):
                                  bound)
             self.figures.setdefault('not_ready_after', {})[host] = round(
                 novalane.line_time(line) - stopping, 1)
-        self.mark('the cluster bootstrapped again')
-        restart = time.time()
-        first = self.galera.restart_all()
-        back = time.time()
+        # Longer than service_down_time and the lease: every heartbeat
+        # and every claim has run out when the cluster is back. Each
+        # compute is still not ready in a run that began after that.
+        timings, _tolerance = _claim_timings(self.CADENCE)
+        long_enough = stopping + 2 + max(self.CADENCE['service_down_time'],
+                                         timings.lease_time)
+        for host in HOSTS:
+            self.wait_log(host, 'Virt driver is not ready', long_enough,
+                          bound + long_enough - time.time())
+        # cn3 stays stopped (SIGSTOP) through the bootstrap: its first
+        # heartbeat comes after cn1's and cn2's first refreshes, which must
+        # count it alive, not take its nodes.
+        self.nova.pause_compute('cn3')
+        try:
+            self.mark('the cluster bootstrapped again, cn3 stopped')
+            restart = time.time()
+            first = self.galera.restart_all()
+            back = time.time()
+            for host in ('cn1', 'cn2'):
+                line = self.wait_log(
+                    host, r'Counting cn3 alive for \d+\.\d s more: the '
+                    r'membership database failed this service', restart,
+                    bound)
+                self.figures.setdefault('grace', {})[host] = line.split(
+                    'INFO ')[-1][:120]
+        finally:
+            self.nova.resume_compute('cn3')
         self.figures.update(bootstrapped_from='node%d' % first,
                             stop0=round(down - stopping, 1),
                             restart_all=round(back - restart, 1))

@@ -228,3 +228,55 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         self.assertEqual({'me'}, b.members('').live)
         self.assertIn('write through one database node again',
                       logger.output)
+
+    def test_peers_silenced_by_an_outage_stay_alive_for_a_while(self):
+        logger = self.useFixture(fixtures.FakeLogger())
+        b = self._backend(partition_key='')
+        b.start()
+        peer = self._backend('peer', partition_key='')
+        peer.start()
+        self.assertEqual({'me', 'peer'}, b.members('', ['me', 'peer']).live)
+        clock = [1000.0]
+        self.useFixture(fixtures.MonkeyPatch(
+            'ironic_partition.membership.database.time.monotonic',
+            lambda: clock[0]))
+        real = b.store.services.services
+        # The database fails this service for a while...
+        with mock.patch.object(b.store.services, 'services', autospec=True,
+                               side_effect=RuntimeError('gone')):
+            self.assertTrue(b.members('', ['me', 'peer']).stale)
+        clock[0] += 20
+
+        # ...and answers again before the peer's heartbeat was retried:
+        # its last heartbeat is older than service_down_time (30 s).
+        def silenced(role, down_time):
+            snapshot = real(role, down_time)
+            return snapshot._replace(services=tuple(
+                s._replace(alive=s.host != 'peer')
+                for s in snapshot.services))
+
+        with mock.patch.object(b.store.services, 'services', autospec=True,
+                               side_effect=silenced):
+            self.assertEqual({'me', 'peer'},
+                             b.members('', ['me', 'peer']).live)
+            self.assertIn('Counting peer alive for 10.0 s more: the '
+                          'membership database failed this service 20.0 s '
+                          'ago', logger.output)
+            # service_down_time after the failure: the peer is dead.
+            clock[0] += 10
+            membership = b.members('', ['me', 'peer'])
+            self.assertEqual({'me'}, membership.live)
+            self.assertEqual({'peer'}, membership.dead)
+
+    def test_a_peer_marked_down_during_an_outage_is_not_kept(self):
+        b = self._backend(partition_key='')
+        b.start()
+        peer = self._backend('peer', partition_key='')
+        peer.start()
+        b.members('', ['me', 'peer'])
+        with mock.patch.object(b.store.services, 'beat', autospec=True,
+                               side_effect=RuntimeError('gone')):
+            self.assertFalse(b.heartbeat())
+        # A graceful stop is kept, outage or not.
+        peer.stop()
+        self.assertEqual({'me'}, b.members('', ['me', 'peer']).live)
