@@ -590,6 +590,32 @@ class GaleraFixture(fixtures.Fixture):
         self.wait_for_cluster(timeout=timeout)
         return first
 
+    def restore(self, timeout=None):
+        """Every node up and synced, node 0 taking the connections.
+
+        Undoes whatever faults a test left: resumes paused nodes, rejoins
+        isolated ones, bootstraps the cluster again when no node runs and
+        starts the nodes that do not.
+
+        :param timeout: seconds allowed to each wait.
+        :returns: None
+        """
+        timeout = timeout or self.timeout
+        for node in self.nodes:
+            if node.paused:
+                self.resume(node.index)
+            if node.isolated:
+                self.rejoin(node.index)
+        if not self.running():
+            self.restart_all(timeout=timeout)
+        for index in range(NODES):
+            if index not in self.running():
+                self.start(index)
+        self.wait_for_cluster(timeout=timeout)
+        self.wait_for_haproxy(up=range(NODES), timeout=timeout)
+        self._wait(lambda: self.writer() == 0, timeout,
+                   'HAProxy to send connections to node0 again', [0])
+
     def _seqno(self, node, timeout):
         with open(os.path.join(node.datadir, 'grastate.dat')) as stream:
             found = re.search(r'(?m)^seqno:\s*(-?\d+)', stream.read())

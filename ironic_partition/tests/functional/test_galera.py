@@ -110,25 +110,8 @@ class GaleraTestCase(test_galera_fixture.SharedGalera,
         self.addCleanup(self.galera.drop_database, name)
         # NOTE(ironic-partition): cleanups run last first: the cluster is
         # whole again before the database is dropped.
-        self.addCleanup(self.restore_cluster)
+        self.addCleanup(self.galera.restore)
         return self.galera.url(name) + '?charset=utf8mb4'
-
-    def restore_cluster(self):
-        """Every node up, synced, and node0 taking the connections."""
-        galera = self.galera
-        for index in range(galera_mod.NODES):
-            node = galera.nodes[index]
-            if node.paused:
-                galera.resume(index)
-            if node.isolated:
-                galera.rejoin(index)
-        for index in range(galera_mod.NODES):
-            if index not in galera.running():
-                galera.start(index)
-        galera.wait_for_cluster()
-        galera.wait_for_haproxy(up=range(galera_mod.NODES))
-        harness.wait_for(lambda: galera.writer() == 0, TIMEOUT,
-                         'HAProxy to send connections to node0 again')
 
     # Helpers.
 

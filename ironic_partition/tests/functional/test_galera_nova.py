@@ -175,32 +175,14 @@ class GaleraLaneTest(test_nova_compute._Lane):
             self.addDetail('log-galera-%s' % node.name,
                            content.content_from_file(node.log_path,
                                                      buffer_now=False))
-        self.restore_cluster()
-        self.addCleanup(self.restore_cluster)
+        self.galera.restore()
+        self.addCleanup(self.galera.restore)
         self.steady()
         self.wait_ready(HOSTS, time.time(), self.takeover_bound(),
                         'every compute to report its nodes')
         self.share = {}
         for node, host in novalane.ring_owners(HOSTS, self.group).items():
             self.share.setdefault(host, set()).add(node)
-
-    def restore_cluster(self):
-        """Every node up and synced, node0 taking the connections."""
-        galera = self.galera
-        for node in galera.nodes:
-            if node.paused:
-                galera.resume(node.index)
-            if node.isolated:
-                galera.rejoin(node.index)
-        if not galera.running():
-            galera.restart_all()
-        for index in range(galera_mod.NODES):
-            if index not in galera.running():
-                galera.start(index)
-        galera.wait_for_cluster()
-        galera.wait_for_haproxy(up=range(galera_mod.NODES))
-        harness.wait_for(lambda: galera.writer() == 0, TIMEOUT,
-                         'HAProxy to send connections to node0 again')
 
     # Helpers.
 
