@@ -768,12 +768,8 @@ def mark_in_use(ironic, nodes, fraction, workers=4):
     return chosen, time.time() - start
 
 
-def _fmt(value):
-    if value is None:
-        return 'never'
-    if isinstance(value, float):
-        return '%.1f' % value
-    return str(value)
+#: The lane benchmark's cell format: 'never' for None, one decimal.
+_fmt = nova_lane_bench._fmt
 
 
 def _max(values):
