@@ -208,7 +208,8 @@ class Meter(object):
     other's figures.
     """
 
-    __slots__ = ('calls', 'http_seconds', 'server_date', '_lock')
+    __slots__ = ('calls', 'http_seconds', 'server_date',
+                 'first_server_date', '_lock')
 
     def __init__(self):
         self.calls = 0
@@ -216,6 +217,8 @@ class Meter(object):
         #: The latest ``Date`` an answer carried (Ironic API's clock), or
         #: None.
         self.server_date = None
+        #: The earliest such ``Date``, or None.
+        self.first_server_date = None
         self._lock = threading.Lock()
 
     def add(self, seconds, server_date=None):
@@ -223,10 +226,13 @@ class Meter(object):
         with self._lock:
             self.calls += 1
             self.http_seconds += seconds
-            if server_date is not None and (
-                    self.server_date is None or
-                    server_date > self.server_date):
+            if server_date is None:
+                return
+            if self.server_date is None or server_date > self.server_date:
                 self.server_date = server_date
+            if (self.first_server_date is None or
+                    server_date < self.first_server_date):
+                self.first_server_date = server_date
 
 
 class Listing(list):
@@ -499,7 +505,7 @@ class IronicClient(object):
         return found
 
     def page_bodies(self, path, key, params, microversion, meter=None,
-                    with_next=False):
+                    with_next=False, first_limit=None):
         """Yield the items of each page of a paginated Ironic list.
 
         :param path: the collection's path, e.g. ``/nodes``.
@@ -509,13 +515,21 @@ class IronicClient(object):
         :param meter: a :class:`Meter` counting the calls, or None.
         :param with_next: yield ``(items, more)`` instead, ``more`` telling
             whether Ironic linked a next page.
+        :param first_limit: a smaller ``limit`` for the first page only,
+            for a read that usually stops early; the next pages ask for
+            ``params['limit']``.
         :returns: a generator of lists of the items' JSON objects.
         :raises IronicUnavailable: an answer without ``key``, or any
             failure of :meth:`_get`.
         """
         params = dict(params)
+        limit = params.get('limit')
+        if first_limit is not None and limit is not None:
+            params['limit'] = min(first_limit, limit)
         while True:
             body = self.get_json(path, params, microversion, meter)
+            if limit is not None:
+                params['limit'] = limit
             page = body.get(key)
             if page is None:
                 raise exception.IronicUnavailable(

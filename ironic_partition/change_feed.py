@@ -28,6 +28,7 @@ reads, the anchors and the watermark.
 import collections
 from concurrent import futures
 import datetime
+import time
 
 from oslo_log import log as logging
 
@@ -54,6 +55,13 @@ class _UntimedPage(ChangeFeedUnavailable):
 #: older one still works.
 MAX_ANCHORS = 4
 
+#: The nodes asked for in the first page of a newest-first read. Such a
+#: read stops at the first node older than the watermark minus the
+#: overlap: on a quiet fleet, after a handful of nodes. A full first page
+#: cost Ironic a detailed page of its fleet at every refresh; the pages
+#: after this one are full.
+FIRST_PAGE = 32
+
 
 class Anchor(collections.namedtuple('Anchor', ['uuid', 'stamp'])):
     """A node and its ``updated_at``, to read the change feed on from.
@@ -75,8 +83,8 @@ class Changes(object):
     :ivar nodes: slim records of every node updated or created since the
         watermark (minus the overlap), whatever its group or shard.
     :ivar mark: the new watermark: the newest ``updated_at`` or
-        ``created_at`` seen (Ironic's clocks), or the previous one when
-        nothing newer was seen.
+        ``created_at`` seen, or the Ironic API's time before the read ran
+        when later (Ironic's clocks, never this host's).
     :ivar calls: API calls made.
     :ivar http_seconds: seconds spent in them.
     :ivar anchors: the :class:`Anchor` list to give the next read,
@@ -150,6 +158,28 @@ def _check_not_ahead(mark, server_date, overlap):
             'host\'s clock runs ahead; fix its time (NTP)' % (
                 mark.isoformat(), (mark - server_date).total_seconds(),
                 server_date.isoformat(), overlap.total_seconds()))
+
+
+def _read_began(meter, took):
+    """The Ironic API's time before any query of a read ran, or the epoch.
+
+    A quiet fleet's newest stamp does not move, and every refresh read
+    again every node stamped within the overlap before it (all of a batch
+    just enrolled). The API's clock moves the watermark on instead: every
+    query of the read ran after the earliest ``Date`` answered (whole
+    seconds, rounded down) minus the read's own duration (a duration, the
+    same on both hosts' clocks). A change committed after its query is
+    stamped no earlier than that minus the overlap, which covers the
+    clock differences between Ironic's hosts and a transaction's length
+    as for a watermark taken from a stamp.
+
+    :param meter: the read's :class:`~ironic_partition.baremetal.Meter`.
+    :param took: the read's seconds, by this host's monotonic clock.
+    :returns: an aware datetime.
+    """
+    if meter.first_server_date is None:
+        return _EPOCH
+    return meter.first_server_date - datetime.timedelta(seconds=took)
 
 
 def parse_timestamp(value):
@@ -244,6 +274,7 @@ class ChangeFeed(object):
         :raises IronicRequestError: Ironic refused the query.
         """
         meter = baremetal.Meter()
+        began = time.monotonic()
         # NOTE(ironic-partition): the two reads run at once: a refresh
         # waits for Ironic once, not twice.
         (updated, newest_u, anchors, candidates), (created, newest_c, _b) = \
@@ -268,6 +299,7 @@ class ChangeFeed(object):
             # NOTE(ironic-partition): only a stamp read now; the previous
             # watermark was checked when it was read.
             _check_not_ahead(mark, meter.server_date, overlap)
+        mark = max(mark, _read_began(meter, time.monotonic() - began))
         return Changes([node for _stamp, node in seen.values()], mark, meter,
                        _next_anchors(anchors, candidates, mark, overlap))
 
@@ -403,7 +435,8 @@ class ChangeFeed(object):
                   'limit': self.client.page_size}
         timed = False
         pages = self.client.page_bodies('/nodes/detail', 'nodes', params,
-                                        microversion, meter, with_next=True)
+                                        microversion, meter, with_next=True,
+                                        first_limit=FIRST_PAGE)
         for page, more in pages:
             for body in page:
                 stamp = parse_timestamp(body.get(key))

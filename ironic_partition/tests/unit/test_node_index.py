@@ -198,6 +198,34 @@ class TestNodeChanges(base.TestCase):
             # Two short reads, not a listing of 30 nodes.
             self.assertLessEqual(changes.calls, 2)
 
+    def test_a_quiet_fleet_costs_a_small_page_not_a_full_one(self):
+        # Ironic's pages of 1000: a quiet refresh must not read a detailed
+        # page of the fleet to find the one node that changed.
+        first = change_feed.FIRST_PAGE
+        for nulls in ('first', 'last'):
+            fake = FakeIronic(nulls)
+            old = [fake.create() for _ in range(3 * first)]
+            fake.tick(100)
+            since = fake.now
+            fake.update(old[5], maintenance=True)
+            changes = self._changes(fake, since, page_size=1000)
+            self.assertEqual([old[5]], [n.id for n in changes.nodes], nulls)
+            newest_first = [c[1]['limit'] for c in fake.calls
+                            if c[1].get('sort_dir') == 'desc']
+            self.assertEqual([first, first], newest_first, nulls)
+            # A busy minute: more changes than the first page; the read
+            # goes on with full pages and misses none.
+            since = fake.now
+            busy = old[:2 * first]
+            for u in busy:
+                fake.update(u, maintenance=False)
+            del fake.calls[:]
+            changes = self._changes(fake, since, page_size=1000)
+            self.assertEqual(set(busy), {n.id for n in changes.nodes},
+                             nulls)
+            self.assertIn(1000, [c[1]['limit'] for c in fake.calls
+                                 if c[1].get('sort_key') == 'updated_at'])
+
     def test_overlap_reads_again_before_the_watermark(self):
         fake = FakeIronic()
         u = fake.create()
@@ -271,7 +299,48 @@ class TestNodeChanges(base.TestCase):
         u = fake.create()
         changes = self._changes(fake, T0 - datetime.timedelta(days=366))
         self.assertEqual([u], [n.id for n in changes.nodes])
-        self.assertEqual(fake.rows[u]['updated_at'], changes.mark)
+        # The node's stamp, or the API's Date (its clock, a second
+        # later): never this host's, a year ahead.
+        self.assertLessEqual(fake.rows[u]['updated_at'], changes.mark)
+        self.assertLessEqual(changes.mark, fake.now)
+
+    def test_a_quiet_fleet_moves_the_watermark_by_ironics_clock(self):
+        # A batch enrolled at one instant, then nothing: the newest stamp
+        # stays where it was, and a watermark taken from it alone read the
+        # whole batch again at every refresh.
+        fake = FakeIronic()
+        batch = [fake.create() for _ in range(20)]
+        for u in batch:
+            fake.rows[u]['created_at'] = fake.rows[u]['updated_at'] = T0
+        changes = self._changes(fake, T0 - datetime.timedelta(seconds=30),
+                                overlap=10, page_size=50)
+        self.assertEqual(20, len(changes.nodes))
+        fake.tick(60)
+        changes = self._changes(fake, changes.mark, overlap=10,
+                                page_size=50)
+        self.assertEqual([], changes.nodes)
+        # The API's Date minus the read's duration: at most its clock.
+        self.assertLessEqual(changes.mark, fake.now)
+        self.assertGreater(changes.mark,
+                           fake.now - datetime.timedelta(seconds=10))
+        # A change committed late, stamped before that watermark but
+        # within the overlap, is read at the next refresh.
+        late = changes.mark - datetime.timedelta(seconds=5)
+        fake.update(batch[3], stamp=late, maintenance=True)
+        changes = self._changes(fake, changes.mark, overlap=10,
+                                page_size=50)
+        self.assertEqual([batch[3]], [n.id for n in changes.nodes])
+
+    def test_the_clock_watermark_is_before_every_query(self):
+        meter = baremetal.Meter()
+        date = T0 + datetime.timedelta(seconds=30)
+        meter.add(0.1, date + datetime.timedelta(seconds=2))
+        meter.add(0.1, date)
+        self.assertEqual(date, meter.first_server_date)
+        self.assertEqual(date - datetime.timedelta(seconds=3),
+                         change_feed._read_began(meter, 3.0))
+        self.assertEqual(change_feed._EPOCH,
+                         change_feed._read_began(baremetal.Meter(), 3.0))
 
     def test_never_updated_nodes_sorted_first_are_read_past(self):
         # PostgreSQL puts never-updated nodes first newest first; a marker
@@ -291,7 +360,7 @@ class TestNodeChanges(base.TestCase):
         fake.update(fresh, maintenance=True)
         changes = self._changes(fake, since)
         self.assertEqual({old, fresh}, {n.id for n in changes.nodes})
-        self.assertEqual(fake.rows[fresh]['updated_at'], changes.mark)
+        self.assertLessEqual(fake.rows[fresh]['updated_at'], changes.mark)
         # The oldest updated node is the anchor the next read goes on
         # from: only what changed after it, without the untimed nodes.
         self.assertEqual((old,), tuple(a.uuid for a in changes.anchors))
