@@ -31,8 +31,14 @@ periodic task ComputeManager.update_available_resource",
 oslo_service.periodic_task at debug), or until it dies or stops (a run
 that ends during a graceful stop holds until the process is gone). A run
 that ends in "Virt driver is not ready." changes nothing: nova keeps what
-it had. Time during which the process is stopped (SIGSTOP) counts as not
-held: a stopped process cannot act.
+it had. A run of our driver that got a node list (its "Refresh: managing
+N of M nodes" line, with the run's request id) ends the holds of the
+nodes it did not report even when it reported none, and an empty list
+ends every hold as it is given: nova then updates none of them. Time
+during which the process is stopped (SIGSTOP) counts as not held: a
+stopped process cannot act; a node reported as the process was being
+stopped (after the fixture's mark) is held again from SIGCONT, like the
+others.
 """
 
 import collections
@@ -57,6 +63,11 @@ _RUN_RE = re.compile(
     r'Running periodic task ComputeManager\.update_available_resource')
 _NOT_READY_RE = re.compile(r'Virt driver is not ready\.')
 _MARK_RE = re.compile(r'^--- harness: (\w+).* at (\d+\.\d+)$')
+_REQUEST_RE = re.compile(r' \[\S+ (req-[0-9a-f-]+) ')
+#: Our driver's refresh result: nova got a node list (maybe empty).
+_LISTED_RE = re.compile(r'ironic_partition\.partitioner \[\S+ '
+                        r'(req-[0-9a-f-]+) [^\]]*\] Refresh: managing '
+                        r'(\d+) of ')
 
 Event = collections.namedtuple('Event', ['time', 'kind', 'node'])
 
@@ -88,8 +99,11 @@ def parse_compute_log(path):
     """Read the lane's events from a nova-compute log.
 
     :param path: the log file (the fixture appends its own marks).
-    :returns: a list of :class:`Event`, in file order; kinds are ``run``,
-        ``final`` (with the node), ``not_ready`` and the fixture's marks
+    :returns: a list of :class:`Event`, in file order; kinds are ``run``
+        (with its request id as ``node``), ``final`` (with the node),
+        ``listed`` or ``listed_none`` (our driver's refresh, with its
+        request id; ``listed_none`` when it gave nova no node),
+        ``not_ready`` and the fixture's marks
         (``start``, ``kill``, ``stop``, ``stopped``, ``pause``,
         ``resume``, ``sighup``, ``config``).
     """
@@ -110,7 +124,14 @@ def parse_compute_log(path):
             if final:
                 events.append(Event(when, 'final', final.group(1)))
             elif _RUN_RE.search(line):
-                events.append(Event(when, 'run', None))
+                request = _REQUEST_RE.search(line)
+                events.append(Event(when, 'run',
+                                    request.group(1) if request else None))
+            elif _LISTED_RE.search(line):
+                listed = _LISTED_RE.search(line)
+                events.append(Event(
+                    when, 'listed' if int(listed.group(2)) else 'listed_none',
+                    listed.group(1)))
             elif _NOT_READY_RE.search(line):
                 events.append(Event(when, 'not_ready', None))
     return events
@@ -138,6 +159,8 @@ def holds(events, now=None):
     result = collections.defaultdict(list)
     held = {}          # node -> start of the current hold
     reported = set()   # nodes reported by the current run
+    request = None     # the current run's request id
+    listed = False     # the current run got a node list from our driver
     paused_at = None
     suspended = set()
 
@@ -153,17 +176,32 @@ def holds(events, now=None):
     for event in events:
         if event.kind == 'final':
             reported.add(event.node)
-            if event.node not in held:
+            if paused_at is not None:
+                # NOTE(ironic-partition): logged between the fixture's
+                # mark and the signal: held again from SIGCONT.
+                suspended.add(event.node)
+            elif event.node not in held:
                 held[event.node] = event.time
+        elif event.kind in ('listed', 'listed_none'):
+            if event.node is not None and event.node == request:
+                listed = True
+                if event.kind == 'listed_none':
+                    # NOTE(ironic-partition): an empty list: nova updates
+                    # none of the nodes from now on.
+                    end_all(event.time)
+        elif event.kind == 'not_ready':
+            listed = False
         elif event.kind == 'run':
             # NOTE(ironic-partition): the previous run is complete; what
             # it did not report again is no longer held. A run that ended
             # "not ready" reported nothing and changed nothing.
-            if reported:
+            if reported or listed:
                 for node in list(held):
                     if node not in reported:
                         end(node, event.time)
             reported = set()
+            listed = False
+            request = event.node
         elif event.kind in ('kill', 'stop', 'stopped', 'start'):
             # NOTE(ironic-partition): a graceful stop may finish a
             # resource-tracker run after its 'stop' mark; what that run

@@ -14,6 +14,8 @@
 
 """The nova lane's reading of a compute's log into hold intervals."""
 
+import fixtures
+
 from ironic_partition.testing import novalane
 from ironic_partition.tests import base
 
@@ -46,6 +48,46 @@ class TestHolds(base.TestCase):
                   E(4, 'pause', None), E(9, 'resume', None)]
         self.assertEqual({'n1': [(2, 4), (9, 30)]},
                          novalane.holds(events, now=30))
+
+    def test_a_run_listing_no_node_ends_the_holds(self):
+        # Our driver's refresh gave the run at 5 an empty list: nova
+        # updates none of the nodes. A not-ready run, or a refresh of
+        # another request (off-cycle), changes nothing.
+        events = [E(1, 'run', 'req-a'), E(2, 'final', 'n1'),
+                  E(5, 'run', 'req-b'), E(5.1, 'listed', 'req-b'),
+                  E(9, 'run', 'req-c')]
+        self.assertEqual({'n1': [(2, 9)]}, novalane.holds(events, now=30))
+        events[3] = E(5.1, 'listed_none', 'req-b')
+        self.assertEqual({'n1': [(2, 5.1)]},
+                         novalane.holds(events, now=30))
+        events = [E(1, 'run', 'req-a'), E(2, 'final', 'n1'),
+                  E(5, 'run', 'req-b'), E(5.1, 'listed', 'req-x'),
+                  E(9, 'run', 'req-c'), E(9.1, 'listed', 'req-c'),
+                  E(9.2, 'not_ready', None), E(12, 'run', 'req-d')]
+        self.assertEqual({'n1': [(2, 30)]}, novalane.holds(events, now=30))
+
+    def test_reported_as_the_process_was_stopped_held_from_resume(self):
+        events = [E(1, 'run', 'req-a'), E(2, 'final', 'n1'),
+                  E(4, 'pause', None), E(4.01, 'final', 'n2'),
+                  E(9, 'resume', None), E(12, 'run', 'req-b'),
+                  E(12.5, 'listed', 'req-b'), E(15, 'run', 'req-c')]
+        self.assertEqual({'n1': [(2, 4), (9, 15)], 'n2': [(9, 15)]},
+                         novalane.holds(events, now=30))
+
+    def test_parse_reads_the_request_ids(self):
+        path = self.useFixture(fixtures.TempDir()).join('cn1.log')
+        with open(path, 'w') as stream:
+            stream.write(
+                '2026-11-27 11:22:54.001 7 DEBUG oslo_service.periodic_task '
+                '[None req-5b - - - - - -] Running periodic task '
+                'ComputeManager.update_available_resource run_periodic_tasks'
+                '\n2026-11-27 11:22:56.295 7 INFO '
+                'ironic_partition.partitioner [None req-5b - - - - - -] '
+                'Refresh: managing 0 of 1000 nodes of partition \'rack1\''
+                '\n')
+        events = novalane.parse_compute_log(path)
+        self.assertEqual([('run', 'req-5b'), ('listed_none', 'req-5b')],
+                         [(e.kind, e.node) for e in events])
 
     def test_double_held_counts_extra_holders(self):
         seconds, overlaps = novalane.double_held({
