@@ -151,22 +151,33 @@ def run_driver(label, driver, ironic, group, other, timeout, sighup=False):
     return figures
 
 
+def hold_figures(figures, paths, now=None):
+    """Add the double-held node-seconds, in all and by step, from logs.
+
+    :param figures: the run's figures, with its ``marks`` (time, step).
+    :param paths: ``{host: its nova-compute log}``.
+    :param now: the end of observation (``time.time()`` by default).
+    :returns: None
+    """
+    per = {host: novalane.holds(novalane.parse_compute_log(path), now=now)
+           for host, path in paths.items()}
+    seconds, overlaps = novalane.double_held(per)
+    figures['double_held_node_seconds'] = seconds
+    figures['double_held_nodes'] = len(overlaps)
+    by_step = dict.fromkeys((label for _t, label in figures['marks']), 0.0)
+    for spans in overlaps.values():
+        for start, end, hosts in spans:
+            step = [label for when, label in figures['marks']
+                    if when <= start]
+            step = step[-1] if step else 'start-up'
+            by_step[step] += (end - start) * (len(hosts) - 1)
+    figures['double_held_by_step'] = by_step
+
+
 def _measure(figures, nova, recorder, started):
     if recorder is not None:
-        per = {host: novalane.holds(novalane.parse_compute_log(c.log_path))
-               for host, c in nova.computes.items()}
-        seconds, overlaps = novalane.double_held(per)
-        figures['double_held_node_seconds'] = seconds
-        figures['double_held_nodes'] = len(overlaps)
-        by_step = dict.fromkeys((label for _t, label in figures['marks']),
-                                0.0)
-        for spans in overlaps.values():
-            for start, end, hosts in spans:
-                step = [label for when, label in figures['marks']
-                        if when <= start]
-                step = step[-1] if step else 'start-up'
-                by_step[step] += (end - start) * (len(hosts) - 1)
-        figures['double_held_by_step'] = by_step
+        hold_figures(figures, {host: c.log_path
+                               for host, c in nova.computes.items()})
         figures['moves'] = len(recorder.moves)
         damage = recorder.damage()
         figures['deleted_rows'] = len(damage['deleted_rows'])
