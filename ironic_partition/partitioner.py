@@ -530,6 +530,19 @@ class Partitioner(object):
                     "successful claim round")
         return 'this service holds no valid claim on it'
 
+    def listed(self, node_id):
+        """Whether the node is in this service's partition, by its index.
+
+        Read without any call: the partition as Ironic last listed it,
+        kept current by the change feed. A node deleted in Ironic stays
+        in it until the next full listing; a node in the middle of a full
+        listing may be missing.
+
+        :param node_id: a node UUID.
+        :returns: True when the index holds the node.
+        """
+        return node_id in self.index.nodes
+
     def claimed_by_others(self, node_ids):
         """Read which nodes another service holds a valid claim on.
 

@@ -136,6 +136,20 @@ class NovaDriverTestCase(_IronicTestCase):
                 self.assertEqual([('x86_64', 'baremetal', 'hvm')],
                                  resource['supported_instances'])
 
+        # nova's orphan check: a node of the partition (another host's
+        # share) is answered from the index, without a call; a node of
+        # another group, or one Ironic does not have, is asked.
+        from unittest import mock
+        with mock.patch.object(driver, '_get_node',
+                               wraps=driver._get_node) as get_node:
+            others = sorted(set(rack1) - reported[hosts[2]])
+            self.assertFalse(driver.is_node_deleted(others[0]))
+            self.assertEqual(0, get_node.call_count)
+            self.assertFalse(driver.is_node_deleted(
+                sorted(self.groups['rack2'])[1]))
+            self.assertTrue(driver.is_node_deleted(str(uuid.uuid4())))
+            self.assertEqual(2, get_node.call_count)
+
         expected = _tooz_split(hosts, free)
         for host in hosts:
             mine = set(owned.get(host, ()))
