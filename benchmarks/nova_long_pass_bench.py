@@ -78,9 +78,13 @@ def refusals(path, since=0.0):
     :param path: the compute's log.
     :param since: only lines logged at or after this time.
     :returns: ``{'with_reason': [(time, node)], 'without_reason':
-        [(time, node, first line of the traceback's last line)]}``.
+        [(time, node, the error)], 'elsewhere': [(time, node, the
+        error)]}``: refused by ``get_available_resource`` with the
+        driver's reason, refused by it without that reason, and failed
+        elsewhere in nova's update (an RPC timeout to nova-conductor
+        after a long pause, say), with nova's own error.
     """
-    found = {'with_reason': [], 'without_reason': []}
+    found = {'with_reason': [], 'without_reason': [], 'elsewhere': []}
     current = None
 
     def close():
@@ -88,11 +92,13 @@ def refusals(path, since=0.0):
             return
         when, node, lines = current
         text = '\n'.join(lines)
+        error = lines[0].split('.: ', 1)[-1][:300]
         if _REASON in text:
             found['with_reason'].append((when, node))
+        elif 'in get_available_resource' in text:
+            found['without_reason'].append((when, node, error))
         else:
-            found['without_reason'].append(
-                (when, node, lines[-1][-300:] if lines else ''))
+            found['elsewhere'].append((when, node, error))
 
     with open(path, 'rb') as stream:
         for raw in stream:
@@ -212,7 +218,9 @@ class LongPassRun(nova_scale_bench.Run):
             figures['pass_s_max'] = max(every)
             figures['pass_over_interval_median'] = (
                 figures['pass_s_median'] / interval)
-        read_logs(figures, {h: c.log_path for h, c in nova.computes.items()})
+        paths = {h: c.log_path for h, c in nova.computes.items()}
+        read_logs(figures, paths)
+        split_at_resume(figures, paths)
 
 
 def read_logs(figures, paths):
@@ -229,7 +237,9 @@ def read_logs(figures, paths):
         figures['refusals'][host] = {
             'with_reason': len(found['with_reason']),
             'without_reason': len(found['without_reason']),
-            'without_reason_examples': found['without_reason'][:5]}
+            'without_reason_examples': found['without_reason'][:5],
+            'elsewhere': len(found['elsewhere']),
+            'elsewhere_examples': found['elsewhere'][:5]}
     resumed = figures.get('resumed_at')
     if resumed:
         # NOTE(ironic-partition): what the paused pass did with the rest
@@ -241,6 +251,46 @@ def read_logs(figures, paths):
             min(after) - resumed if after else None)
         figures['written_after_resume'] = sorted(written_after(
             paths[nova_scale_bench.VICTIM], resumed))
+
+
+def split_at_resume(figures, paths, now=None):
+    """Split the double-held node-seconds at the paused compute's SIGCONT.
+
+    From SIGCONT to the first run it begins after it (until that run got
+    its list), nova's view of the paused compute still holds what it
+    reported before the stop while its pass refuses the rest of its
+    list: the window no lease closes.
+    Adds ``double_held_resume_window`` (inside it) and
+    ``double_held_elsewhere`` (everything else: the failure).
+
+    :param figures: one run's figures (``resumed_at``).
+    :param paths: ``{host: its nova-compute log}``.
+    :param now: the end of observation.
+    :returns: None
+    """
+    events = {h: novalane.parse_compute_log(p) for h, p in paths.items()}
+    _seconds, overlaps = novalane.double_held(
+        {h: novalane.holds(found, now=now) for h, found in events.items()})
+    resumed = figures.get('resumed_at') or float('inf')
+    victim = events[nova_scale_bench.VICTIM]
+    first_run = min([e.time for e in victim
+                     if e.kind == 'run' and e.time > resumed] or
+                    [float('inf')])
+    # NOTE(ironic-partition): until that run got its list.
+    listed = min([e.time for e in victim
+                  if e.kind in ('listed', 'listed_none', 'not_ready') and
+                  e.time >= first_run] or [first_run])
+    inside = outside = 0.0
+    for spans in overlaps.values():
+        for start, end, hosts in spans:
+            seconds = (end - start) * (len(hosts) - 1)
+            if resumed <= start and end <= listed:
+                inside += seconds
+            else:
+                outside += seconds
+    figures['double_held_resume_window'] = inside
+    figures['double_held_elsewhere'] = outside
+    figures['first_run_after_resume_s'] = first_run - resumed
 
 
 def _last_time(paths):
@@ -308,11 +358,18 @@ def table_rows(result):
         ('node-s double-held: start-up / pause / resume', '%s / %s / %s' % (
             fmt(by_step.get('start-up')), fmt(by_step.get('SIGSTOP')),
             fmt(by_step.get('SIGCONT')))),
+        ('... of which from SIGCONT to cn3\'s next run (s after SIGCONT)',
+         '%s (%s)' % (fmt(result.get('double_held_resume_window')),
+                      fmt(result.get('first_run_after_resume_s')))),
+        ('... anywhere else', result.get('double_held_elsewhere')),
         ('nodes refused by get_available_resource, with reason', '/'.join(
             str(refused.get(h, {}).get('with_reason'))
             for h in nova_scale_bench.HOSTS)),
         ('... without a reason', '/'.join(
             str(refused.get(h, {}).get('without_reason'))
+            for h in nova_scale_bench.HOSTS)),
+        ("nodes failed elsewhere in nova's update (nova's error)", '/'.join(
+            str(refused.get(h, {}).get('elsewhere'))
             for h in nova_scale_bench.HOSTS)),
         ('moves', result.get('moves')),
         ('rows deleted / re-created, providers lost', '%s / %s / %s' % (
@@ -334,7 +391,8 @@ def main(argv=None):
     """Run the scenario and print the table.
 
     :param argv: command-line arguments.
-    :returns: 0 when no node was double-held and every refusal had its
+    :returns: 0 when no node was double-held outside the window from
+        SIGCONT to the paused compute's next run and every refusal had its
         reason logged, else 1.
     """
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -363,14 +421,15 @@ def main(argv=None):
             paths = {h: os.path.join(
                 args.log_dir, 'ironic-partition-%d' % args.nodes,
                 'nova-compute-%s.log' % h) for h in nova_scale_bench.HOSTS}
+            end = _last_time(paths.values())
             read_logs(result, paths)
-            nova_lane_bench.hold_figures(result, paths,
-                                         now=_last_time(paths.values()))
+            nova_lane_bench.hold_figures(result, paths, now=end)
+            split_at_resume(result, paths, now=end)
     else:
         result = run(args)
     print_table(result)
     refused = result.get('refusals') or {}
-    clean = (result.get('double_held_node_seconds') == 0 and
+    clean = (result.get('double_held_elsewhere') == 0 and
              not result.get('error') and
              not any(r.get('without_reason') for r in refused.values()))
     return 0 if clean else 1
