@@ -68,8 +68,6 @@ _ERROR_RE = re.compile(r'Error updating resources for node ([0-9a-f-]{36})')
 _REASON = 'may not be reported any more by this service'
 _WRITTEN_RE = re.compile(r'(?:Final resource view: name=|Compute_service '
                          r'record updated for \S+?:)([0-9a-f-]{36})')
-_RUN_RE = re.compile(
-    r'Running periodic task ComputeManager\.update_available_resource')
 
 
 def refusals(path, since=0.0):
@@ -324,7 +322,7 @@ def written_after(path, resumed):
             when = novalane.line_time(line)
             if when is None or when < resumed:
                 continue
-            if _RUN_RE.search(line):
+            if nova_scale_bench._RUN_RE.search(line):
                 break
             match = _WRITTEN_RE.search(line)
             if match:

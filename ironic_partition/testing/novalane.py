@@ -123,12 +123,14 @@ def parse_compute_log(path):
             final = _FINAL_RE.search(line)
             if final:
                 events.append(Event(when, 'final', final.group(1)))
-            elif _RUN_RE.search(line):
+                continue
+            if _RUN_RE.search(line):
                 request = _REQUEST_RE.search(line)
                 events.append(Event(when, 'run',
                                     request.group(1) if request else None))
-            elif _LISTED_RE.search(line):
-                listed = _LISTED_RE.search(line)
+                continue
+            listed = _LISTED_RE.search(line)
+            if listed:
                 events.append(Event(
                     when, 'listed' if int(listed.group(2)) else 'listed_none',
                     listed.group(1)))
