@@ -168,6 +168,13 @@ class Metrics(object):
             'ironic_partition_fencing_margin_seconds',
             'The fencing margin in force: the configured one, or wider '
             'after a database clock step (absent without claims).')
+        self.peers_outside = prom.Gauge(
+            'ironic_partition_peer_outside_membership',
+            '1 for each peer counted in the ring because nova\'s service '
+            'group has it up while it does not heartbeat the membership '
+            'database (nova\'s own driver, or another claims database): '
+            'its share is left to it.',
+            LABELS + ('peer',), registry=self.registry)
         self.duplicate_refusals = counter(
             'ironic_partition_duplicate_host_refusals',
             'Starts refused because another live process holds this '
@@ -212,7 +219,7 @@ class Metrics(object):
                 self.refreshes, self.ironic_calls, self.claim_round_seconds,
                 self.lease_left, self.fenced, self.fences,
                 self.clock_difference, self.fencing_margin,
-                self.duplicate_refusals)
+                self.duplicate_refusals, self.peers_outside)
 
     def _lease_left(self):
         claims = self._claims
@@ -247,6 +254,9 @@ class Metrics(object):
         self.refreshes.labels(*labels, 'full' if metrics.full
                               else 'feed').inc()
         self.ironic_calls.labels(*labels).set(metrics.api_calls)
+        self.peers_outside.clear()
+        for peer in sorted(getattr(result.membership, 'outside', ())):
+            self.peers_outside.labels(*labels, peer).set(1)
 
     def not_ready(self, error):
         """Record a refresh that reported no node list.

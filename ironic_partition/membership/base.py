@@ -83,6 +83,11 @@ class Membership:
     :param alive_anywhere: every host with a live record of this role,
         whatever its partition key or peer list, and this service: an
         instance owned by one of them is not stranded.
+    :param outside: hosts in ``live`` only because another view of the
+        services (nova's service group, inside nova-compute) says they
+        are up, while they do not heartbeat this membership: they run
+        nova's own driver, or ours on another claims database. They are
+        ring members; their share is theirs (:func:`with_outside`).
     """
 
     live: frozenset
@@ -92,6 +97,7 @@ class Membership:
     as_of: datetime.datetime = None
     elsewhere: frozenset = frozenset()
     alive_anywhere: frozenset = frozenset()
+    outside: frozenset = frozenset()
 
     def replace(self, **changes):
         """Return a copy with some fields changed.
@@ -180,6 +186,42 @@ def compute_membership(host, records, partition_key, peer_list, as_of,
                       never_seen=frozenset(never_seen), stale=stale,
                       as_of=as_of, elsewhere=frozenset(elsewhere),
                       alive_anywhere=frozenset(anywhere))
+
+
+def with_outside(membership, seen):
+    """Count the peers another view sees up and this membership misses.
+
+    Inside nova-compute, ``seen`` is nova's service group, read the way
+    nova's own driver builds its ring (the Ironic computes that are up;
+    with a peer list, those in it). A peer it has up that is neither
+    live here nor live for another partition here does not heartbeat
+    this membership at all: it runs nova's own driver (a rolling switch
+    of ``compute_driver``, or a rollback), or ours against another
+    ``[ironic_partition_database] connection``. Such a peer reports its
+    share of nova's ring whatever this service does, so it is a ring
+    member here too: its share is left to it, and the mapping stays
+    nova's. A peer live here for another partition key serves another
+    group, which this membership knows better than nova does.
+
+    A peer this membership saw stop (a graceful stop, or a heartbeat
+    older than ``service_down_time``) still counts while nova has it up:
+    after a switch back to nova's driver it still reports its share.
+
+    :param membership: this service's :class:`Membership`.
+    :param seen: the other view's :class:`Membership` (its ``live``
+        holds every host it has up, this service included).
+    :returns: a :class:`Membership` whose ``live`` also holds those
+        peers, listed in ``outside``; ``stale`` when either view is, and
+        ``never_seen`` only the peers that neither view knows.
+    """
+    outside = frozenset(seen.live - membership.live - membership.elsewhere)
+    return membership.replace(
+        live=membership.live | outside,
+        dead=membership.dead - outside,
+        never_seen=membership.never_seen & frozenset(seen.never_seen),
+        stale=membership.stale or seen.stale,
+        alive_anywhere=membership.alive_anywhere | seen.live,
+        outside=outside)
 
 
 class MembershipBackend(metaclass=abc.ABCMeta):

@@ -78,6 +78,17 @@ class PartitionMixin(object):
         """
         return settings_mod.agent_cadence(conf)
 
+    def partition_outside_view(self, settings, membership):
+        """Another view of the live peers, that the ring must respect.
+
+        :param settings: the :class:`~ironic_partition.settings.Settings`.
+        :param membership: the membership backend in use.
+        :returns: an object with a membership backend's ``members()``
+            (:class:`~ironic_partition.partitioner.Partitioner`'s
+            ``outside``), or None: the membership alone (here).
+        """
+        return None
+
     def partition_read_settings(self):
         """Read and validate every option from the configuration now.
 
@@ -128,7 +139,8 @@ class PartitionMixin(object):
                 takeover=takeover)
         self.partitioner = partitioner.Partitioner(
             settings, client, membership,
-            allow_local_database=self.partition_allow_local_database)
+            allow_local_database=self.partition_allow_local_database,
+            outside=self.partition_outside_view(settings, membership))
         #: This service's :class:`~ironic_partition.metrics.Metrics`;
         #: served once the partition starts, when ``metrics_port`` is set.
         self.partition_metrics = metrics.Metrics()

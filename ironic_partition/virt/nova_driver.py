@@ -86,6 +86,7 @@ from oslo_utils import timeutils
 from ironic_partition._i18n import _
 from ironic_partition import claim_settings
 from ironic_partition import exception
+from ironic_partition.membership import nova as nova_membership
 from ironic_partition.virt import mixin
 
 LOG = logging.getLogger(__name__)
@@ -129,6 +130,27 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         self._not_orphans = set()
         self._stopping = False
         self.partition_setup(conf)
+
+    def partition_outside_view(self, settings, membership):
+        """nova's service group, as nova's own driver builds its ring.
+
+        A peer that nova has up, and that does not heartbeat the
+        membership database (it still runs nova's own driver during a
+        rolling switch or after a rollback, or runs ours against another
+        claims database), counts in the ring: its share is left to it,
+        as nova's ring leaves it, instead of being claimed and reported
+        a second time here.
+
+        :param settings: the :class:`~ironic_partition.settings.Settings`.
+        :param membership: the membership backend in use.
+        :returns: a :class:`~ironic_partition.membership.nova.
+            NovaMembership`, or None when the membership already is
+            nova's service group.
+        """
+        backend = nova_membership.NovaMembership
+        if getattr(membership, 'name', None) == backend.name:
+            return None
+        return backend(settings, self.partition_role)
 
     def partition_cadence(self, conf):
         """nova's resource tracker: every ``update_resources_interval``.

@@ -237,6 +237,18 @@ class TestDriverMetrics(base.TestCase):
                                   'ironic_partition_not_ready_reason',
                                   reason='ironic', **labels))
 
+    def test_peers_outside_the_membership_are_listed(self):
+        self.driver.partitioner.outside = fakes.FakeNovaView(
+            ['cn1', 'cn2', 'cn3'])
+        self.driver.partition_refresh()
+        registry = self._scrape()
+        name = 'ironic_partition_peer_outside_membership'
+        self.assertEqual(1, value(registry, name, peer='cn3', **RACK1))
+        self.assertIsNone(value(registry, name, peer='cn2', **RACK1))
+        self.driver.partitioner.outside.up = frozenset(['cn1', 'cn2'])
+        self.driver.partition_refresh()
+        self.assertIsNone(value(registry, name, peer='cn3', **RACK1))
+
     def test_metrics_port_and_host_serve_the_metrics(self):
         self.config(group='ironic_partition', metrics_port=0,
                     metrics_host='127.0.0.2')

@@ -68,13 +68,31 @@ class FakeMembership(object):
     def __init__(self, live):
         self.live = frozenset(live)
         self.stale = False
+        self.never_seen = frozenset()
         self.partition_key = None
 
     def set_partition_key(self, partition_key):
         self.partition_key = partition_key
 
     def members(self, partition_key=None, peer_list=None):
-        return mbase.Membership(live=self.live, stale=self.stale)
+        return mbase.Membership(live=self.live, stale=self.stale,
+                                never_seen=self.never_seen)
+
+
+class FakeNovaView(object):
+    """nova's service group: the hosts it has up (a fault injector)."""
+
+    def __init__(self, up, never_seen=()):
+        self.up = frozenset(up)
+        self.never_seen = frozenset(never_seen)
+        self.fault = None
+        self.asked = []
+
+    def members(self, partition_key=None, peer_list=None):
+        self.asked.append((partition_key, peer_list))
+        if self.fault is not None:
+            raise self.fault
+        return mbase.Membership(live=self.up, never_seen=self.never_seen)
 
 
 def _nodes(n, group='rack1', instances=None):
@@ -416,3 +434,65 @@ class TestSafetyCore(TestPartitioner):
         self.assertIn(nodes[0].id, result.nodes)
         self.assertEqual((nodes[0].id,), result.ownership.by_instance)
         self.assertEqual(5, len(result.nodes))
+
+
+class TestOutsideView(TestPartitioner):
+    """Peers up in nova that do not heartbeat the membership database."""
+
+    def _mixed(self, host, nodes, ours, nova_up, hosts, **kw):
+        p = self._make(host, nodes, ours, peers=hosts)
+        p.outside = FakeNovaView(nova_up, **kw)
+        return p
+
+    def test_rolling_switch_keeps_nova_mapping(self):
+        # cn1 runs this driver; cn2 and cn3 still run nova's own: the ring
+        # is nova's, and cn1 reports exactly its own share.
+        nodes = _nodes(60)
+        hosts = ['cn1', 'cn2', 'cn3']
+        tooz_ring = tooz.hashring.HashRing(hosts, partitions=2 ** 5)
+        p = self._mixed('cn1', nodes, ['cn1'], hosts, hosts)
+        result = p.refresh()
+        expected = {n.id for n in nodes
+                    if tooz_ring.get_nodes(n.id.encode()) == {'cn1'}}
+        self.assertEqual(expected, set(result.nodes))
+        self.assertLess(len(expected), 60)
+        self.assertEqual(('cn1', 'cn2', 'cn3'), result.members)
+        self.assertEqual({'cn2', 'cn3'}, result.membership.outside)
+        self.assertEqual([('rack1', tuple(hosts))], p.outside.asked)
+        self.assertIn('Counting cn2, cn3 in the ring of partition '
+                      "'rack1': up in nova's service group",
+                      self.logger.output)
+
+    def test_warning_once_per_change(self):
+        hosts = ['cn1', 'cn2', 'cn3']
+        p = self._mixed('cn1', _nodes(12), ['cn1'], hosts, hosts)
+        p.refresh()
+        p.refresh()
+        self.assertEqual(1, self.logger.output.count('Counting cn2, cn3'))
+        p.outside.up = frozenset({'cn1', 'cn3'})
+        p.refresh()
+        self.assertEqual(1, self.logger.output.count('Counting cn3 in'))
+        p.outside.up = frozenset({'cn1'})
+        p.refresh()
+        self.assertIn("Every peer that nova's service group has up",
+                      self.logger.output)
+
+    def test_peer_nobody_knows_is_named(self):
+        p = self._mixed('cn1', _nodes(6), ['cn1'], ['cn1'],
+                        ['cn1', 'cn-typo'], never_seen=['cn-typo'])
+        p.membership.never_seen = frozenset({'cn-typo'})
+        p.refresh()
+        p.refresh()
+        self.assertEqual(1, self.logger.output.count(
+            '[ironic] peer_list names cn-typo, which neither nova'))
+
+    def test_nova_never_answered_is_not_ready(self):
+        hosts = ['cn1', 'cn2']
+        p = self._mixed('cn1', _nodes(6), ['cn1'], hosts, hosts)
+        p.outside.fault = exception.MembershipUnavailable(
+            role='nova-compute', reason='conductor gone')
+        e = self.assertRaises(exception.PartitionNotReady, p.refresh)
+        self.assertEqual('membership', e.kind)
+        self.assertIn("nova's service group cannot be read", str(e))
+        self.assertIn('conductor gone', str(e))
+        self.assertIsNone(p.last_result)

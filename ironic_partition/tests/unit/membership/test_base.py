@@ -136,3 +136,52 @@ class TestSetPartitionKey(test_base.BaseTestCase):
         backend.set_partition_key(None)
         self.assertIsNone(backend.partition_key)
         self.assertIsNone(backend.store)
+
+
+class TestWithOutside(test_base.BaseTestCase):
+    """Peers nova's service group has up and the membership misses."""
+
+    def test_peer_only_nova_sees_is_a_member(self):
+        ours = base.Membership(live=frozenset({'me'}),
+                               never_seen=frozenset({'cn2', 'cn3'}),
+                               alive_anywhere=frozenset({'me'}))
+        nova = base.Membership(live=frozenset({'me', 'cn2'}),
+                               never_seen=frozenset({'cn3'}))
+        merged = base.with_outside(ours, nova)
+        self.assertEqual({'me', 'cn2'}, merged.live)
+        self.assertEqual({'cn2'}, merged.outside)
+        self.assertEqual({'cn3'}, merged.never_seen)
+        self.assertEqual({'me', 'cn2'}, merged.alive_anywhere)
+        self.assertFalse(merged.stale)
+
+    def test_peer_our_membership_saw_stop_counts_while_nova_has_it_up(self):
+        # A compute switched back to nova's driver: its row here is old.
+        ours = base.Membership(live=frozenset({'me'}),
+                               dead=frozenset({'cn2'}))
+        nova = base.Membership(live=frozenset({'me', 'cn2'}))
+        merged = base.with_outside(ours, nova)
+        self.assertEqual({'me', 'cn2'}, merged.live)
+        self.assertEqual(frozenset(), merged.dead)
+        self.assertEqual({'cn2'}, merged.outside)
+
+    def test_peer_live_for_another_group_stays_out(self):
+        ours = base.Membership(live=frozenset({'me'}),
+                               elsewhere=frozenset({'cn2'}))
+        nova = base.Membership(live=frozenset({'me', 'cn2'}))
+        merged = base.with_outside(ours, nova)
+        self.assertEqual({'me'}, merged.live)
+        self.assertEqual(frozenset(), merged.outside)
+
+    def test_same_views_add_nothing(self):
+        ours = base.Membership(live=frozenset({'me', 'cn2'}),
+                               alive_anywhere=frozenset({'me', 'cn2'}))
+        merged = base.with_outside(ours, base.Membership(
+            live=frozenset({'me', 'cn2'})))
+        self.assertEqual(ours, merged)
+
+    def test_peer_down_in_nova_but_live_here_stays(self):
+        ours = base.Membership(live=frozenset({'me', 'cn2'}))
+        merged = base.with_outside(ours, base.Membership(
+            live=frozenset({'me'}), stale=True))
+        self.assertEqual({'me', 'cn2'}, merged.live)
+        self.assertTrue(merged.stale)

@@ -1,0 +1,216 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Adopting our driver the way operators do: one compute at a time.
+
+One deployment for the class: a real Ironic (24 fake-hardware nodes in
+``rack1``), glance, neutron, placement, nova-api, nova-scheduler,
+nova-conductor and three nova-computes in ``rack1`` with ``peer_list``,
+all started on **nova's own driver** (``ironic.IronicDriver``), with
+servers booted through the compute API. The test switches
+``compute_driver`` on one compute at a time and restarts it, with two
+resource-tracker runs between switches, then rolls one back to nova's
+driver while another is pointed at an empty claims database of its own
+(a mistyped ``[ironic_partition_database] connection``). Throughout, the
+mapping stays nova's: asserted from nova's cell database, placement and
+the computes' resource-tracker lines, never from our code.
+
+The cadence is short, with ``service_down_time`` (30 s) longer than a
+restart of nova-compute here, so that nova's own driver on the other
+computes does not move a restarting compute's nodes away and back (that
+would be nova's own double management, which this lane does not
+measure).
+"""
+
+import logging
+import time
+
+from ironic_partition import testing as harness
+from ironic_partition.testing import db as harness_db
+from ironic_partition.testing import nova as harness_nova
+from ironic_partition.testing import nova_api as harness_api
+from ironic_partition.testing import novalane
+from ironic_partition.testing import process as harness_process
+from ironic_partition.tests.functional import test_nova_compute
+
+LOG = logging.getLogger(__name__)
+
+HOSTS = ['cn1', 'cn2', 'cn3']
+RESOURCE_CLASS = 'CUSTOM_BAREMETAL'
+
+#: Seconds a fake-hardware deploy takes here at most, for the bounds.
+PROVISION = 60
+
+#: nova's timing options: every 4 s, down after 30 s.
+CADENCE = dict(harness_nova.SHORT_CADENCE, service_down_time=30)
+
+
+class AdoptionLaneTest(test_nova_compute._Lane):
+    """nova's driver to ours, one compute at a time, and back."""
+
+    CADENCE = CADENCE
+    SERVERS = True
+    LANE_HOSTS = HOSTS
+    PARTITION_KEY = 'rack1'
+
+    @classmethod
+    def nova_kwargs(cls):
+        return {'driver': harness_nova.NOVA_DRIVER}
+
+    def setUp(self):
+        super().setUp()
+        self.created = []
+        self.addCleanup(self._delete_leftovers)
+
+    def _delete_leftovers(self):
+        left = list(self.api.servers(self.created))
+        if left:
+            try:
+                self.api.delete_and_wait(left, 300)
+            except Exception:
+                LOG.exception('Could not delete servers %s', left)
+
+    # -- driving nova ---------------------------------------------------
+
+    def boot_and_wait(self, count, prefix):
+        """Boot servers through nova-api; every one must be ACTIVE.
+
+        :returns: their IDs.
+        """
+        ids = self.api.boot_many(count, prefix)
+        self.created.extend(ids)
+        servers = self.api.wait_final(ids, PROVISION * 4)
+        self.assertEqual({}, harness_api.faults(servers))
+        return ids
+
+    def runs_since(self, host, since):
+        """The resource-tracker runs a compute began after ``since``."""
+        events = novalane.parse_compute_log(
+            self.nova.computes[host].log_path)
+        return sum(1 for e in events if e.kind == 'run' and e.time >= since)
+
+    def switch(self, host, driver):
+        """Restart one compute with another ``compute_driver``.
+
+        Then wait for two complete resource-tracker runs of it (three
+        begun), and for the split to be nova's ring over all three.
+
+        :returns: when it was restarted.
+        """
+        self.nova.edit_compute_config(host, {'DEFAULT': {
+            'compute_driver': driver}})
+        since = time.time()
+        self.nova.restart_compute(host)
+        harness.wait_for(lambda: self.runs_since(host, since) >= 3, 180,
+                         'two resource-tracker runs of %s after its '
+                         'switch to %s' % (host, driver), interval=1,
+                         check=self.nova.check_services)
+        self.wait_split(HOSTS, 60)
+        return since
+
+    def assert_logged(self, host, pattern, since):
+        self.wait_log(host, pattern, since, 30)
+
+    def assert_mapping_is_novas(self, since):
+        """No node held twice, no row moved, nothing deleted."""
+        self.assert_no_double_hold(since=since)
+        self.assertEqual([], self.moves_since(since))
+        self.assert_no_damage()
+
+    # -- the scenario ---------------------------------------------------
+
+    def test_rolling_switch_and_back(self):
+        # NOTE(ironic-partition): nova's own driver, started on three
+        # computes at once, reports nodes twice until each has seen the
+        # others up (its start-up race): observe from its split on.
+        self.wait_split(HOSTS, 180)
+        split = time.time()
+        for host in HOSTS:
+            harness.wait_for(lambda: self.runs_since(host, split) >= 2, 60,
+                             'a complete run of %s after the split' % host,
+                             interval=1)
+        t0 = time.time()
+        ids = self.boot_and_wait(6, 'before')
+        instances = self.records.instances(ids)
+        self.assertEqual(6, len(instances))
+
+        # One compute at a time, as an operator rolls a change.
+        for number, host in enumerate(HOSTS):
+            since = self.switch(host, harness_nova.PARTITION_DRIVER)
+            others = [h for h in HOSTS[number + 1:]]
+            if others:
+                # It counts the computes still on nova's driver in its
+                # ring, and says so, naming them.
+                self.assert_logged(
+                    host, r"WARNING .*Counting %s in the ring of partition "
+                    r"'rack1': up in nova's service group"
+                    % ', '.join(others), since)
+            ids += self.boot_and_wait(2, 'after-%s' % host)
+            self.api.delete_and_wait([ids.pop(0)], PROVISION * 2)
+            self.assert_mapping_is_novas(t0)
+
+        # Every compute runs ours: nobody is counted from outside.
+        self.assert_logged(
+            'cn1', r"Every peer that nova's service group has up in "
+            r"partition 'rack1' heartbeats the membership database", t0)
+
+        # Roll cn3 back to nova's driver, and give cn2 a mistyped claims
+        # connection (an empty database of its own), together: nova's
+        # service group still has everyone up, so the mapping stays
+        # nova's once their heartbeats in the shared database are old,
+        # and each side names the other.
+        typo = harness_db.DatabaseFixture('postgresql',
+                                          workdir=self.nova.workdir)
+        self.useFixture(typo)
+        # NOTE(ironic-partition): cn2 leaves the typo's database before
+        # it is dropped, once the servers are gone.
+        self.addCleanup(self.nova.stop_compute, 'cn2')
+        self.addCleanup(self._delete_leftovers)
+        conf = self.nova.workdir + '/typo.conf'
+        harness_process.write_config(conf, {'ironic_partition_database': {
+            'connection': typo.url}}, join_lists=True)
+        harness_process.run_logged(
+            [harness_process.bin_path('ironic-partition-dbsync'),
+             '--config-file', conf, 'upgrade'], self.nova.setup_log)
+        self.nova.edit_compute_config('cn2', {'ironic_partition_database': {
+            'connection': typo.url}})
+        since = time.time()
+        self.switch('cn3', harness_nova.NOVA_DRIVER)
+        self.switch('cn2', harness_nova.PARTITION_DRIVER)
+        self.assert_logged('cn2', r'WARNING .*Counting cn1, cn3 in the ring',
+                           since)
+        aged = since + CADENCE['service_down_time']
+        harness.wait_for(lambda: self.runs_since('cn1', aged) >= 3, 180,
+                         'cn1 to run after the heartbeats of cn2 and cn3 '
+                         'in the shared database aged', interval=1)
+        self.assert_logged('cn1', r'WARNING .*Counting cn2, cn3 in the ring',
+                           since)
+        ids += self.boot_and_wait(2, 'mixed')
+        self.assert_mapping_is_novas(t0)
+
+        # Every server is manageable through nova, then deleted (nova's
+        # power sync may have stopped some already: fake hardware).
+        for server in self.api.servers(ids).values():
+            if server.status == 'ACTIVE':
+                self.api.conn.compute.stop_server(server.id)
+        harness.wait_for(
+            lambda: all(s.status == 'SHUTOFF' for s in
+                        self.api.servers(ids).values()), PROVISION * 2,
+            'every server SHUTOFF', interval=1)
+        self.api.delete_and_wait(ids, PROVISION * 4)
+        harness.wait_for(self.records.nodes_available, PROVISION * 4,
+                         'every node back to available', interval=1)
+        self.assertEqual([], self.records.problems(ids, RESOURCE_CLASS))
+        self.assertEqual({}, self.records.usages())
+        self.assert_mapping_is_novas(t0)
