@@ -33,8 +33,11 @@ and the last good result stays in :attr:`Partitioner.last_result`. That is
 the case when Ironic cannot be listed, the membership cannot be read (or
 has been unknown for longer than ``membership_stale_timeout``), the claim
 round cannot reach the database, this process lost its host name to
-another incarnation, or the partition key names a conductor group that no
-conductor and no node has (the error's ``kind`` says which). It never
+another incarnation, the partition key names a conductor group that no
+conductor and no node has, or a service that has reported nothing yet
+may report none of its nodes because other processes' claims on them
+have not run out (an empty list would make nova take every node of the
+host for an orphan); the error's ``kind`` says which. It never
 returns an empty, shorter or partial partition in place of an error: only
 database and Ironic errors become "not ready", a bug is raised as it is.
 
@@ -472,6 +475,26 @@ class Partitioner(object):
                 raise exception.PartitionNotReady(
                     reason='cannot prove which nodes this service holds: '
                            'the claim round failed (%s)' % outcome.error,
+                    kind='claims')
+            if (outcome is not None and outcome.waiting and
+                    not ownership.managed and
+                    (self.last_result is None or
+                     not self.last_result.nodes)):
+                # NOTE(ironic-partition): an empty list would tell nova
+                # that every node of this host is gone (its orphan
+                # check), while nothing is reportable yet only because
+                # other processes' claims have not run out: a previous
+                # incarnation of this host (a container restarted in a
+                # new PID namespace), or peers handing over to a service
+                # that just joined. Not proven is not empty. A service
+                # that reported nodes before does report an empty list:
+                # nova must drop those, before their claims are released.
+                raise exception.PartitionNotReady(
+                    reason='the ring and this service\'s instances give it '
+                           '%d nodes and it may report none of them yet: '
+                           '%d wait for claims held by other processes to '
+                           'run out' % (len(ring_ownership.managed),
+                                        len(outcome.waiting)),
                     kind='claims')
             managed = frozenset(ownership.managed)
             by_id = {n.id: n for n in nodes if n.id in managed}

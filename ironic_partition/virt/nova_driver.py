@@ -105,6 +105,13 @@ def _one_line(error):
     return ' '.join(str(error).split())
 
 
+class _WaitForRival(exception.PartitionNotReady):
+    """A compute started with this one may serve first: wait."""
+
+    def __init__(self, reason):
+        super().__init__(reason=reason, kind='membership')
+
+
 class IronicPartitionDriver(mixin.PartitionMixin,
                             ironic_driver.IronicDriver):
     """nova's Ironic driver, partitioned safely by ironic-partition."""
@@ -178,7 +185,8 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             while other Ironic computes share the fleet with this one.
         :returns: None
         """
-        error = self._local_database_error(nova_context.get_admin_context())
+        error = self._local_database_error(nova_context.get_admin_context(),
+                                           starting=True)
         if error is not None:
             raise error
         self._partition_join()
@@ -204,6 +212,25 @@ class IronicPartitionDriver(mixin.PartitionMixin,
                   'stopping this nova-compute (SIGTERM to itself); the new '
                   'process serves the host', {'host': self._nova_host,
                                               'reason': identity.lost})
+        self._terminate_self()
+
+    def _stop_refused(self, error):
+        """Stop this nova-compute: another compute serves the fleet.
+
+        Computes started at the same moment on a SQLite claims database
+        all pass ``init_host``; the one with the lowest service id serves
+        and the others, refused here, stop the way an operator would
+        (SIGTERM: nova's graceful stop), as they would have at start.
+        Once only.
+
+        :param error: the ``ConfigurationError``.
+        :returns: None
+        """
+        if self._stopping:
+            return
+        self._stopping = True
+        LOG.error('Stopping this nova-compute (SIGTERM to itself), as it '
+                  'would have refused to start: %s', error)
         self._terminate_self()
 
     def _terminate_self(self):
@@ -257,7 +284,7 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             return e
         return None
 
-    def _local_database_error(self, ctxt):
+    def _local_database_error(self, ctxt, starting=False):
         """Refuse a local claims database unless this compute is alone.
 
         With neither ``[ironic] conductor_group`` nor ``shard`` (nova's
@@ -270,9 +297,22 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         that looks down but wrote one of its compute nodes lately counts
         as live (:meth:`_maybe_alive`).
 
+        At start (``init_host``, before nova creates or updates this
+        service's record) any such compute refuses this one. Once this
+        service has its record, computes started at the same moment are
+        told apart by their service id, which nova gives in the order the
+        records were created, so that exactly one of them serves: a live
+        Ironic compute with a lower id refuses this one; a compute with a
+        lower id that was created within ``service_down_time`` and has no
+        Ironic compute node yet may be one that is about to report, so
+        this one waits (:class:`_WaitForRival`); computes with higher ids
+        see this one first and refuse themselves.
+
         :param ctxt: an admin context.
+        :param starting: True in ``init_host``.
         :returns: a ``ConfigurationError`` naming ``[ironic_partition_
-            database] connection`` and the other computes, or None.
+            database] connection`` and the other computes, a
+            :class:`_WaitForRival`, or None.
         """
         store = self.partitioner.store
         settings = self.partitioner.settings
@@ -281,21 +321,53 @@ class IronicPartitionDriver(mixin.PartitionMixin,
                 settings.shard is not None):
             return None
         me = {self._nova_host.lower(), settings.host.lower()}
-        others = sorted({
-            svc.host.lower() for svc in
-            objects.ServiceList.get_all_computes_by_hv_type(
-                ctxt, HYPERVISOR_TYPE)
-            if svc.host.lower() not in me and self._maybe_alive(ctxt, svc)})
-        if not others:
+        mine = None if starting else self._own_service_id(ctxt)
+        ironic = {}
+        for svc in objects.ServiceList.get_all_computes_by_hv_type(
+                ctxt, HYPERVISOR_TYPE):
+            if svc.host.lower() not in me and self._maybe_alive(ctxt, svc):
+                ironic[svc.host.lower()] = svc
+        if mine is not None:
+            ironic = {host: svc for host, svc in ironic.items()
+                      if svc.id < mine}
+        if ironic:
+            return claim_settings.local_database_error(
+                store,
+                _('neither [ironic] conductor_group nor shard is set and '
+                  'other nova-compute services with Ironic nodes are up '
+                  '(%s): the ring spans them all, but each service would '
+                  'see only itself alive and report every node')
+                % ', '.join(sorted(ironic)),
+                _('every compute'),
+                _('give each compute its own conductor group or shard'))
+        if mine is None:
             return None
-        return claim_settings.local_database_error(
-            store,
-            _('neither [ironic] conductor_group nor shard is set and other '
-              'nova-compute services with Ironic nodes are up (%s): the '
-              'ring spans them all, but each service would see only itself '
-              'alive and report every node') % ', '.join(others),
-            _('every compute'),
-            _('give each compute its own conductor group or shard'))
+        since = timeutils.utcnow(with_timezone=True) - datetime.timedelta(
+            seconds=CONF.service_down_time)
+        fresh = sorted(
+            svc.host.lower() for svc in objects.ServiceList.get_by_binary(
+                ctxt, 'nova-compute', include_disabled=True)
+            if svc.host.lower() not in me and svc.id < mine and
+            svc.created_at is not None and svc.created_at >= since and
+            self.servicegroup_api.service_is_up(svc))
+        if fresh:
+            return _WaitForRival(
+                'nova-compute services started with this one and created '
+                'before it (%s) have no compute node yet: with a SQLite '
+                'claims database ([ironic_partition_database] connection) '
+                'and no conductor group nor shard only one compute may '
+                'serve, so this one waits for them to report (it is then '
+                'refused) or to turn out not to be Ironic computes'
+                % ', '.join(fresh))
+        return None
+
+    def _own_service_id(self, ctxt):
+        """This service's id in nova, or None before it has a record."""
+        try:
+            return objects.Service.get_by_compute_host(
+                ctxt, self._nova_host).id
+        except nova_exception.ComputeHostNotFound:
+            return None
 
     def _maybe_alive(self, ctxt, service):
         """Whether another compute service may be running: fail closed.
@@ -409,8 +481,12 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             LOG.warning('Not reporting any node list this time: could not '
                         'ask nova which Ironic computes are up: %s', e)
             raise self.partition_refuse(e) from e
+        if isinstance(error, _WaitForRival):
+            LOG.warning('Not reporting any node list yet: %s', error)
+            raise self.partition_refuse(error)
         if error is not None:
             LOG.error('Not reporting any node list: %s', error)
+            self._stop_refused(error)
             raise self.partition_refuse(error)
         error = self._partition_join()
         if error is not None:

@@ -22,6 +22,7 @@ resource-tracker log lines, never our own reports. See
 ``doc/source/contributor/nova-lane.rst``.
 """
 
+import datetime
 import json
 import logging
 import os
@@ -794,3 +795,63 @@ class UnpartitionedDefaultsLaneTest(_Lane):
         self.assertTrue(self.fleet_held_by_solo())
         self.assertEqual([], self.moves_since(since))
         self.assert_no_damage()
+
+    def _down_in_nova(self, host):
+        """Whether nova's service group has ``host`` down by now."""
+        down = self.cadence('service_down_time', 60)
+        for svc in self.recorder.cell.services():
+            if svc['host'] == host:
+                seen = svc['last_seen_up'] or svc['updated_at']
+                return seen is None or (
+                    time.time() - seen.replace(
+                        tzinfo=datetime.timezone.utc).timestamp() > down + 1)
+        return True
+
+    def test_started_together_exactly_one_serves(self):
+        """Computes started within 0.2 s: one serves, the others stop.
+
+        Twice: with new service records, then with the records of the
+        first round (nova gives the ids in creation order, so the same
+        compute wins).
+        """
+        self.nova.stop_compute('solo')
+        harness.wait_for(lambda: self._down_in_nova('solo'), 120,
+                         'solo down in nova', interval=1)
+        hosts = ['together-1', 'together-2', 'together-3']
+        for host in hosts:
+            self.nova.add_compute(host, start=False)
+        winners = []
+        for round_ in range(2):
+            since = time.time()
+            for host in hosts:
+                self.nova.computes[host].start()
+            self.assertLess(time.time() - since, 0.2)
+            harness.wait_for(
+                lambda: sum(self.nova.computes[h].running()
+                            for h in hosts) == 1, 240,
+                'all but one of %s to stop' % hosts, interval=0.5,
+                check=self.nova.check_services)
+            (winner,) = [h for h in hosts if self.nova.computes[h].running()]
+            winners.append(winner)
+            harness.wait_for(
+                lambda: all(self.recorder.hosts_of().get(node) == [winner]
+                            for node in self.group + self.other),
+                self.takeover_bound() * 2,
+                'every node held by %s' % winner, interval=0.5)
+            for host in hosts:
+                if host == winner:
+                    continue
+                with open(self.nova.computes[host].log_path) as stream:
+                    text = stream.read()
+                self.assertIn('for option [ironic_partition_database] '
+                              'connection: it is a SQLite database', text)
+                self.assertIn('other nova-compute services with Ironic '
+                              'nodes are up (%s)' % winner, text)
+            self.assert_no_double_hold(since=since)
+            self.assertEqual([], [m for m in self.moves_since(since)
+                                  if m[3] != winner])
+            self.assert_no_damage()
+            self.nova.stop_compute(winner)
+            harness.wait_for(lambda: self._down_in_nova(winner), 120,
+                             '%s down in nova' % winner, interval=1)
+        self.assertEqual(winners[0], winners[1])

@@ -853,16 +853,19 @@ class TestPartitionerWithClaims(ClaimsTestCase):
         self.assertEqual(60, len(a.refresh().nodes))
         # cn2 joins; it sees both members at once, cn1 not yet.
         b = self._make('cn2', nodes, ['cn1', 'cn2'])
-        rb = b.refresh()
-        self.assertEqual({}, rb.nodes)
-        self.assertEqual(set(rb.ring_ownership.by_ring), set(rb.waiting))
+        # Nothing reportable yet: not ready, never an empty list.
+        e = self.assertRaises(exception.PartitionNotReady, b.refresh)
+        self.assertEqual('claims', e.kind)
+        self.assertIn('wait for claims held by other processes', str(e))
+        self.assertIsNone(b.last_result)
         a.membership.live = frozenset(['cn1', 'cn2'])
         ra = a.refresh()
-        moved = set(rb.ring_ownership.by_ring)
+        moved = set(ra.lost)
+        self.assertIn('%d wait for claims' % len(moved), str(e))
         self.assertEqual(set(), set(ra.nodes) & moved)
         self.assertEqual(moved, set(ra.lost))
         self.assertEqual(frozenset(), ra.released)
-        self.assertFalse(set(b.refresh().nodes))
+        self.assertRaises(exception.PartitionNotReady, b.refresh)
         ra = a.refresh()
         self.assertEqual(moved, set(ra.released))
         rb = b.refresh()
@@ -871,6 +874,37 @@ class TestPartitionerWithClaims(ClaimsTestCase):
         self.assertEqual(60, len(ra.nodes) + len(rb.nodes))
         self.assertIn('claimed 0, released %d, waiting 0, fenced 0, '
                       'stranded 0' % len(moved), self.logger.output)
+
+    def test_new_incarnation_waits_not_ready_never_empty(self):
+        # A container restarted in a new PID namespace: the previous
+        # process of cn1 still holds the claims, instance node included.
+        nodes = _nodes(8, instances={0: 'mine'})
+
+        def incarnation(name):
+            me = types.SimpleNamespace(incarnation=name, adoptable=None,
+                                       lost=None, host='cn1')
+            p = self._make('cn1', nodes, ['cn1'])
+            p.claims = claims.ClaimManager(
+                store.Store(self.db, identity=me), 'cn1', 'nova-compute',
+                lease_time=LEASE, fencing_margin=MARGIN, clock=self.clock)
+            return p
+
+        old = incarnation('old')
+        self.assertEqual(8, len(old.refresh(my_instances={'mine'}).nodes))
+        new = incarnation('new')
+        for _ in range(3):
+            e = self.assertRaises(exception.PartitionNotReady, new.refresh,
+                                  my_instances={'mine'})
+            self.assertEqual('claims', e.kind)
+            self.assertIn('8 nodes and it may report none of them yet: 8 '
+                          'wait for claims held by other processes',
+                          str(e))
+            self.assertIsNone(new.last_result)
+            self.assertEqual({}, new.reported_nodes())
+            self.advance(LEASE / 3)
+        self.advance(LEASE)
+        result = new.refresh(my_instances={'mine'})
+        self.assertEqual(8, len(result.nodes))
 
     def test_fenced_refresh_reports_nothing(self):
         nodes = _nodes(10, instances={0: 'mine'})
