@@ -34,10 +34,26 @@ imports no eventlet.
 The gauges that change between refreshes (lease time left, fenced) are
 read from the claims at scrape time, so a scrape never shows a stale
 lease.
+
+The same port answers two readiness paths, for container probes
+(Kubernetes ``httpGet``), with ``200`` or ``503`` and the state in one
+word (``serving``, ``standby``, ``not-ready``, ``starting``,
+``stopped``):
+
+* ``/ready``: 200 only while this process serves: its last refresh
+  proved what it owns;
+* ``/ready/standby``: 200 also while it stands by for another live
+  process that holds its host name (a surge rollout's new pod, before
+  the old one stops): it takes the host over at its first refresh after
+  that process stops.
 """
 
 import functools
+import socket
+import socketserver
+import threading
 import time
+from wsgiref import simple_server
 
 from oslo_log import log as logging
 import prometheus_client as prom
@@ -48,6 +64,13 @@ LOG = logging.getLogger(__name__)
 
 #: The labels of every series.
 LABELS = ('host', 'conductor_group', 'shard')
+
+#: The states the readiness paths tell.
+STARTING, SERVING, STANDBY, NOT_READY, STOPPED = (
+    'starting', 'serving', 'standby', 'not-ready', 'stopped')
+
+#: Path -> the states it answers 200 for.
+READY_PATHS = {'/ready': (SERVING,), '/ready/standby': (SERVING, STANDBY)}
 
 #: Why a refresh was not ready, as a label: the kind of fault.
 REASONS = ('ironic', 'membership', 'claims', 'identity', 'stopped',
@@ -100,6 +123,8 @@ class Metrics(object):
         self._claims = None
         self._server = None
         self._bind_failed = False
+        #: What the readiness paths tell: one of the states above.
+        self.state = STARTING
         gauge = functools.partial(prom.Gauge, labelnames=LABELS,
                                   registry=self.registry)
         counter = functools.partial(prom.Counter, labelnames=LABELS,
@@ -239,6 +264,7 @@ class Metrics(object):
         """
         labels = self._labels
         metrics = result.metrics
+        self.state = SERVING
         self.ready.labels(*labels).set(1)
         self.not_ready_reason.clear()
         self.last_ready.labels(*labels).set(time.time())
@@ -267,6 +293,8 @@ class Metrics(object):
         """
         labels = self._labels
         reason = reason_of(error)
+        self.state = (STANDBY if isinstance(error, exception.DuplicateService)
+                      else NOT_READY)
         self.ready.labels(*labels).set(0)
         self.not_ready_reason.clear()
         self.not_ready_reason.labels(*labels, reason).set(1)
@@ -303,8 +331,7 @@ class Metrics(object):
         """
         if self._server is None:
             try:
-                self._server, _thread = prom.start_http_server(
-                    port, addr=host, registry=self.registry)
+                self._server = self._start_server(host, port)
             except OSError as e:
                 if not self._bind_failed:
                     LOG.error('Cannot serve the metrics on %(host)s:%(port)s '
@@ -321,12 +348,47 @@ class Metrics(object):
             self._bind_failed = False
         return self._server.server_port
 
+    def _app(self):
+        metrics_app = prom.make_wsgi_app(self.registry)
+
+        def app(environ, start_response):
+            wanted = READY_PATHS.get(environ.get('PATH_INFO'))
+            if wanted is None:
+                return metrics_app(environ, start_response)
+            state = self.state
+            start_response('200 OK' if state in wanted
+                           else '503 Service Unavailable',
+                           [('Content-Type', 'text/plain; charset=utf-8')])
+            return [('%s\n' % state).encode()]
+        return app
+
+    def _start_server(self, host, port):
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+
+        class Server(socketserver.ThreadingMixIn, simple_server.WSGIServer):
+            address_family = family
+            daemon_threads = True
+
+        server = simple_server.make_server(host, port, self._app(), Server,
+                                           handler_class=_QuietHandler)
+        threading.Thread(target=server.serve_forever, daemon=True,
+                         name='ironic-partition-metrics').start()
+        return server
+
     def stop(self):
         """Stop serving; never raises.
 
         :returns: None
         """
+        self.state = STOPPED
         server, self._server = self._server, None
         if server is not None:
             server.shutdown()
             server.server_close()
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    """No access log line per scrape or probe."""
+
+    def log_message(self, format, *args):
+        pass

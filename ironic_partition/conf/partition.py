@@ -238,9 +238,12 @@ opts = [
                'Unset: no metrics are served. 0 takes a free port (tests). '
                'A port that cannot be bound (the previous process of a '
                'takeover still holds it) is logged as an ERROR and tried '
-               'again at each refresh; the service runs on. See the admin '
-               'guide\'s metrics page for the series and example alert '
-               'rules.')),
+               'again at each refresh; the service runs on. The same port '
+               'answers /ready (200 only while this process serves) and '
+               '/ready/standby (200 also while it stands by for another '
+               'live process holding its host name), for container '
+               'probes. See the admin guide\'s metrics page for the '
+               'series and example alert rules.')),
     cfg.HostAddressOpt(
         'metrics_host',
         default='127.0.0.1',

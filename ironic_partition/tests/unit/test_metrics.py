@@ -14,6 +14,7 @@
 
 import datetime
 import socket
+import urllib.error
 import urllib.request
 
 import fixtures
@@ -248,6 +249,45 @@ class TestDriverMetrics(base.TestCase):
         self.driver.partitioner.outside.up = frozenset(['cn1', 'cn2'])
         self.driver.partition_refresh()
         self.assertIsNone(value(registry, name, peer='cn3', **RACK1))
+
+    def _probe(self, port, path):
+        try:
+            with urllib.request.urlopen('http://127.0.0.1:%d%s'
+                                        % (port, path), timeout=10) as ans:
+                return ans.status, ans.read().decode().strip()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode().strip()
+
+    def test_readiness_paths_for_container_probes(self):
+        self.config(group='ironic_partition', metrics_port=0)
+        driver = test_mixin.FakeDriver(self.conf, self.client,
+                                       self.membership)
+        self.metrics = driver.partition_metrics
+        self.addCleanup(self.metrics.stop)
+        port = self.metrics.serve('127.0.0.1', 0)
+        self.assertEqual((503, 'starting'), self._probe(port, '/ready'))
+        self.assertEqual((503, 'starting'),
+                         self._probe(port, '/ready/standby'))
+        # Another live process holds the host name: standing by.
+        self.metrics.not_ready(exception.DuplicateService(
+            host='cn1', role='nova-compute', started_at='?', origin='?',
+            age=1))
+        self.assertEqual((503, 'standby'), self._probe(port, '/ready'))
+        self.assertEqual((200, 'standby'),
+                         self._probe(port, '/ready/standby'))
+        driver.partition_refresh()
+        self.assertEqual((200, 'serving'), self._probe(port, '/ready'))
+        self.assertEqual((200, 'serving'),
+                         self._probe(port, '/ready/standby'))
+        self.metrics.not_ready(exception.PartitionNotReady(
+            reason='down', kind='ironic'))
+        self.assertEqual((503, 'not-ready'), self._probe(port, '/ready'))
+        self.assertEqual((503, 'not-ready'),
+                         self._probe(port, '/ready/standby'))
+        # Anything else is the metrics, as before.
+        self.assertEqual(200, self._probe(port, '/metrics')[0])
+        driver.partition_stop()
+        self.assertEqual('stopped', self.metrics.state)
 
     def test_metrics_port_and_host_serve_the_metrics(self):
         self.config(group='ironic_partition', metrics_port=0,
