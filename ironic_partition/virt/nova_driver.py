@@ -136,6 +136,9 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         self._orphans = set()
         self._not_orphans = set()
         self._stopping = False
+        #: Whether this process handed nova a node list yet.
+        self._reported = False
+        self._first_check = None
         self.partition_setup(conf)
 
     def partition_outside_view(self, settings, membership):
@@ -292,21 +295,28 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         SQLite claims database only this host can reach, each compute sees
         only itself alive and reports every node. The live Ironic computes
         are asked of nova's service group, as nova's own driver builds its
-        ring (disabled services and services that never reported an Ironic
-        compute node are not counted, as in nova's ring), and a compute
-        that looks down but wrote one of its compute nodes lately counts
-        as live (:meth:`_maybe_alive`).
+        ring (services that never reported an Ironic compute node are not
+        counted, as in nova's ring), and a compute that looks down but
+        wrote one of its compute nodes lately counts as live
+        (:meth:`_liveness`).
 
         At start (``init_host``, before nova creates or updates this
-        service's record) any such compute refuses this one. Once this
-        service has its record, computes started at the same moment are
-        told apart by their service id, which nova gives in the order the
-        records were created, so that exactly one of them serves: a live
-        Ironic compute with a lower id refuses this one; a compute with a
-        lower id that was created within ``service_down_time`` and has no
-        Ironic compute node yet may be one that is about to report, so
-        this one waits (:class:`_WaitForRival`); computes with higher ids
-        see this one first and refuse themselves.
+        service's record) any live one refuses this compute. Computes
+        started at the same moment all pass that check; once this service
+        has its record they are told apart so that exactly one serves:
+
+        * before its first report, a compute waits one ``report_interval``
+          (every compute started with it is then up in nova), and waits
+          while a compute with a lower service id (nova gives ids in the
+          order records are created), created within
+          ``service_down_time``, has no compute node yet: it may be about
+          to report;
+        * a compute that has not reported yet is refused by a live Ironic
+          compute with a lower id, or by one with a higher id that is
+          reporting (it wrote its compute nodes within
+          ``service_down_time``);
+        * a compute that reports is refused only by a reporting one with a
+          lower id (both checked before the other was visible).
 
         :param ctxt: an admin context.
         :param starting: True in ``init_host``.
@@ -321,27 +331,43 @@ class IronicPartitionDriver(mixin.PartitionMixin,
                 settings.shard is not None):
             return None
         me = {self._nova_host.lower(), settings.host.lower()}
-        mine = None if starting else self._own_service_id(ctxt)
-        ironic = {}
+        live = {}
         for svc in objects.ServiceList.get_all_computes_by_hv_type(
                 ctxt, HYPERVISOR_TYPE):
-            if svc.host.lower() not in me and self._maybe_alive(ctxt, svc):
-                ironic[svc.host.lower()] = svc
+            if svc.host.lower() in me:
+                continue
+            up, reporting = self._liveness(ctxt, svc)
+            if up or reporting:
+                live[svc.host.lower()] = (svc, reporting)
+        mine = None if starting else self._own_service_id(ctxt)
         if mine is not None:
-            ironic = {host: svc for host, svc in ironic.items()
-                      if svc.id < mine}
-        if ironic:
+            live = {host: (svc, reporting)
+                    for host, (svc, reporting) in live.items()
+                    if (svc.id < mine and (reporting or not self._reported))
+                    or (svc.id > mine and reporting and not self._reported)}
+        if live:
             return claim_settings.local_database_error(
                 store,
                 _('neither [ironic] conductor_group nor shard is set and '
                   'other nova-compute services with Ironic nodes are up '
                   '(%s): the ring spans them all, but each service would '
                   'see only itself alive and report every node')
-                % ', '.join(sorted(ironic)),
+                % ', '.join(sorted(live)),
                 _('every compute'),
                 _('give each compute its own conductor group or shard'))
-        if mine is None:
+        if mine is None or self._reported:
             return None
+        if self._first_check is None:
+            self._first_check = time.monotonic()
+        waited = time.monotonic() - self._first_check
+        if waited < CONF.report_interval:
+            return _WaitForRival(
+                'this compute waits one [DEFAULT] report_interval (%s s, '
+                '%.0f s so far) before its first report, so that computes '
+                'started with it are up in nova\'s service group: with a '
+                'SQLite claims database ([ironic_partition_database] '
+                'connection) and no conductor group nor shard only one '
+                'compute may serve' % (CONF.report_interval, waited))
         since = timeutils.utcnow(with_timezone=True) - datetime.timedelta(
             seconds=CONF.service_down_time)
         fresh = sorted(
@@ -369,31 +395,29 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         except nova_exception.ComputeHostNotFound:
             return None
 
-    def _maybe_alive(self, ctxt, service):
-        """Whether another compute service may be running: fail closed.
+    def _liveness(self, ctxt, service):
+        """Whether another compute service is up, and reports: fail closed.
 
         nova's service group says "down" for a nova-compute that has not
         sent its first heartbeat yet: it joins the service group only
         after its first resource-tracker pass, which takes minutes with
         many nodes, while its record looks as old as its creation or its
-        last run. A service that is up, or that wrote any of its compute
-        nodes within ``service_down_time`` (the first pass saves each
-        one), counts as running.
+        last run. A service that wrote any of its compute nodes within
+        ``service_down_time`` (each pass saves each one) reports, and
+        counts as running whatever the service group says.
 
         :param ctxt: an admin context.
         :param service: a nova ``Service``.
-        :returns: a bool.
+        :returns: ``(up, reporting)``, two bools.
         """
-        if self.servicegroup_api.service_is_up(service):
-            return True
+        up = self.servicegroup_api.service_is_up(service)
         since = timeutils.utcnow(with_timezone=True) - datetime.timedelta(
             seconds=CONF.service_down_time)
         nodes = objects.ComputeNodeList.get_all_by_host(ctxt, service.host)
-        for node in nodes:
-            stamp = node.updated_at or node.created_at
-            if stamp is not None and stamp >= since:
-                return True
-        return False
+        reporting = any(
+            (node.updated_at or node.created_at) is not None and
+            (node.updated_at or node.created_at) >= since for node in nodes)
+        return up, reporting
 
     def cleanup_host(self, host):
         """Leave the membership at once, then do nova's cleanup.
@@ -498,6 +522,7 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             raise
         self.node_cache = dict(result.nodes)
         self.node_cache_time = time.time()
+        self._reported = True
 
     def get_available_resource(self, nodename):
         """nova's, for a node this service may still report.
