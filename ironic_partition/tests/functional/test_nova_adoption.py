@@ -22,7 +22,10 @@ servers booted through the compute API. The test switches
 ``compute_driver`` on one compute at a time and restarts it, with two
 resource-tracker runs between switches, then rolls one back to nova's
 driver while another is pointed at an empty claims database of its own
-(a mistyped ``[ironic_partition_database] connection``). Throughout, the
+(a mistyped ``[ironic_partition_database] connection``). Then two
+processes run with one host name: a surge rollout's new pod beside the
+old one until SIGTERM, and a force-deleted pod's replacement waiting
+beside it until it is SIGKILLed. Throughout, the
 mapping stays nova's: asserted from nova's cell database, placement and
 the computes' resource-tracker lines, never from our code.
 
@@ -34,12 +37,16 @@ measure).
 """
 
 import logging
+import re
 import time
+
+from testtools import content
 
 from ironic_partition import testing as harness
 from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import nova as harness_nova
 from ironic_partition.testing import nova_api as harness_api
+from ironic_partition.testing import nova_compute as harness_nova_compute
 from ironic_partition.testing import novalane
 from ironic_partition.testing import process as harness_process
 from ironic_partition.tests.functional import test_nova_compute
@@ -83,12 +90,13 @@ class AdoptionLaneTest(test_nova_compute._Lane):
 
     # -- driving nova ---------------------------------------------------
 
-    def boot_and_wait(self, count, prefix):
+    def boot_and_wait(self, count, prefix, **kwargs):
         """Boot servers through nova-api; every one must be ACTIVE.
 
+        :param kwargs: more ``create_server`` arguments.
         :returns: their IDs.
         """
-        ids = self.api.boot_many(count, prefix)
+        ids = self.api.boot_many(count, prefix, **kwargs)
         self.created.extend(ids)
         servers = self.api.wait_final(ids, PROVISION * 4)
         self.assertEqual({}, harness_api.faults(servers))
@@ -130,7 +138,14 @@ class AdoptionLaneTest(test_nova_compute._Lane):
 
     # -- the scenario ---------------------------------------------------
 
-    def test_rolling_switch_and_back(self):
+    def _restore(self, host):
+        self.nova.edit_compute_config(host, {
+            'DEFAULT': {'compute_driver': harness_nova.PARTITION_DRIVER},
+            'ironic_partition_database': {
+                'connection': self.nova.membership_url}})
+        self.nova.restart_compute(host)
+
+    def test_a_rolling_switch_and_back(self):
         # NOTE(ironic-partition): nova's own driver, started on three
         # computes at once, reports nodes twice until each has seen the
         # others up (its start-up race): observe from its split on.
@@ -174,8 +189,8 @@ class AdoptionLaneTest(test_nova_compute._Lane):
                                           workdir=self.nova.workdir)
         self.useFixture(typo)
         # NOTE(ironic-partition): cn2 leaves the typo's database before
-        # it is dropped, once the servers are gone.
-        self.addCleanup(self.nova.stop_compute, 'cn2')
+        # it is dropped, once the servers are gone, for the shared one.
+        self.addCleanup(self._restore, 'cn2')
         self.addCleanup(self._delete_leftovers)
         conf = self.nova.workdir + '/typo.conf'
         harness_process.write_config(conf, {'ironic_partition_database': {
@@ -214,3 +229,105 @@ class AdoptionLaneTest(test_nova_compute._Lane):
         self.assertEqual([], self.records.problems(ids, RESOURCE_CLASS))
         self.assertEqual({}, self.records.usages())
         self.assert_mapping_is_novas(t0)
+
+    # -- two processes with one host name ---------------------------------
+
+    def _process(self, host, name):
+        """One more nova-compute process for ``host`` (a new pod)."""
+        old = self.nova.computes[host]
+        compute = self.nova._service(
+            'nova-compute-%s' % name,
+            ['nova-compute', '--config-file', old.config_file],
+            cls=harness_nova_compute.Compute, host=host,
+            config_file=old.config_file)
+        self.addDetail('log-nova-compute-%s' % name,
+                       content.content_from_file(compute.log_path,
+                                                 buffer_now=False))
+        return compute
+
+    def _logged(self, compute, pattern, since, timeout):
+        regex = re.compile(pattern)
+
+        def find():
+            with open(compute.log_path, 'rb') as stream:
+                for raw in stream:
+                    line = raw.decode('utf-8', 'replace')
+                    when = novalane.line_time(line)
+                    if when is not None and when >= since and \
+                            regex.search(line):
+                        return when
+            return None
+        return harness.wait_for(find, timeout, '%r in %s' % (
+            pattern, compute.name), interval=0.5)
+
+    def _double_holds(self, processes, since):
+        per = {name: novalane.holds(novalane.parse_compute_log(path))
+               for name, path in processes.items()}
+        seconds, overlaps = novalane.double_held(per)
+        return seconds, {node: [o for o in spans if o[1] > since]
+                         for node, spans in overlaps.items()
+                         if any(o[1] > since for o in spans)}
+
+    def test_b_surge_rollout_then_force_delete(self):
+        self.wait_split(HOSTS, 120)
+        interval = CADENCE['update_resources_interval']
+        since = time.time()
+        (server,) = self.boot_and_wait(1, 'surge',
+                                       availability_zone='nova:cn1')
+        self.assertEqual('cn1', self.records.instances([server])[server].host)
+        old = self.nova.computes['cn1']
+        logs = {h: c.log_path for h, c in self.nova.computes.items()}
+
+        # maxSurge: the new pod starts beside the old one, same host.
+        new = self._process('cn1', 'cn1-surge')
+        logs['cn1-surge'] = new.log_path
+        started = time.time()
+        new.start()
+        self._logged(new, "Not ready: Another process already runs as "
+                     "host 'cn1'", started, 120)
+        waited = self._logged(new, 'Virt driver is not ready', started, 60)
+        self.assertTrue(old.running())
+        # SIGTERM of the old pod: the new one serves within one run.
+        stop = time.time()
+        self.nova.stop_compute('cn1')
+        stopped = time.time()
+        took = self._logged(new, 'Final resource view', stop,
+                            2 * interval + test_nova_compute.SLACK) - stopped
+        self.addDetail('surge', content.text_content(
+            'the new process stood by from %.1f s, served %.1f s after the '
+            'old one exited (its stop took %.1f s)'
+            % (waited - started, took, stopped - stop)))
+        self.assertLess(took, 2 * interval + test_nova_compute.SLACK)
+        self.assertEqual({}, self._double_holds(logs, since)[1])
+        # The host's server is managed by the new process.
+        self.api.conn.compute.stop_server(server)
+        harness.wait_for(
+            lambda: self.api.servers([server])[server].status == 'SHUTOFF',
+            PROVISION, 'the server stopped through the new process',
+            interval=1)
+
+        # A force-deleted pod: its replacement waits beside it, then the
+        # holder dies (SIGKILL); the replacement serves within the bound.
+        third = self._process('cn1', 'cn1-third')
+        logs['cn1-third'] = third.log_path
+        started = time.time()
+        third.start()
+        self._logged(third, "Not ready: Another process already runs as "
+                     "host 'cn1'", started, 120)
+        killed = time.time()
+        new.kill()
+        took = self._logged(third, 'Final resource view', killed,
+                            self.takeover_bound()) - killed
+        self.addDetail('force-delete', content.text_content(
+            'the replacement served %.1f s after the SIGKILL (bound %d s)'
+            % (took, self.takeover_bound())))
+        self.nova.computes['cn1'] = third
+        self.assertEqual({}, self._double_holds(logs, since)[1])
+        self.assertEqual([], self.moves_since(since))
+        self.assert_no_damage()
+        self.api.conn.compute.start_server(server)
+        harness.wait_for(
+            lambda: self.api.servers([server])[server].status == 'ACTIVE',
+            PROVISION, 'the server started through the replacement',
+            interval=1)
+        self.api.delete_and_wait([server], PROVISION * 2)

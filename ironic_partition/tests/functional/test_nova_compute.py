@@ -658,6 +658,18 @@ class PartitionLaneTest(_Lane):
         self.assertEqual(list(compute.UNSHARE), compute.argv[:4])
         self.assert_no_double_hold(since=since)
         self.assert_no_damage()
+        # Not one of its runs got an empty node list while it waited for
+        # the old process's heartbeat, then for its claims: nova would
+        # have taken every node of cn2 for an orphan.
+        with open(compute.log_path, 'rb') as stream:
+            orphans = [line for line in
+                       stream.read().decode('utf-8', 'replace').splitlines()
+                       if 'Found orphan compute node' in line and
+                       (novalane.line_time(line) or 0) >= since]
+        self.assertEqual([], orphans)
+        events = [e for e in novalane.parse_compute_log(compute.log_path)
+                  if e.time >= since]
+        self.assertNotIn('listed_none', [e.kind for e in events])
 
     def test_l_takeover_stops_the_old_compute(self):
         # A hung nova-compute replaced: "ironic-partition takeover", then a
@@ -807,12 +819,55 @@ class UnpartitionedDefaultsLaneTest(_Lane):
                         tzinfo=datetime.timezone.utc).timestamp() > down + 1)
         return True
 
+    def _one_serves(self, hosts, starts, since):
+        """Start computes; exactly one serves, the others stop, refused.
+
+        :param hosts: the computes.
+        :param starts: seconds after the first start of each one's start.
+        :returns: the one that serves.
+        """
+        for host, delay in sorted(zip(hosts, starts), key=lambda p: p[1]):
+            harness.wait_for(lambda: time.time() >= since + delay,
+                             delay + 1, 'the start of %s' % host,
+                             interval=0.01)
+            self.nova.computes[host].start()
+        harness.wait_for(
+            lambda: sum(self.nova.computes[h].running()
+                        for h in hosts) == 1, 240,
+            'all but one of %s to stop' % hosts, interval=0.5,
+            check=self.nova.check_services)
+        (winner,) = [h for h in hosts if self.nova.computes[h].running()]
+        harness.wait_for(
+            lambda: all(self.recorder.hosts_of().get(node) == [winner]
+                        for node in self.group + self.other),
+            self.takeover_bound() * 2, 'every node held by %s' % winner,
+            interval=0.5)
+        for host in hosts:
+            if host == winner:
+                continue
+            with open(self.nova.computes[host].log_path) as stream:
+                text = stream.read()
+            self.assertIn('for option [ironic_partition_database] '
+                          'connection: it is a SQLite database', text)
+            self.assertIn('other nova-compute services with Ironic '
+                          'nodes are up (%s)' % winner, text)
+        self.assert_no_double_hold(since=since)
+        self.assertEqual([], [m for m in self.moves_since(since)
+                              if m[3] != winner])
+        self.assert_no_damage()
+        self.nova.stop_compute(winner)
+        harness.wait_for(lambda: self._down_in_nova(winner), 120,
+                         '%s down in nova' % winner, interval=1)
+        return winner
+
     def test_started_together_exactly_one_serves(self):
         """Computes started within 0.2 s: one serves, the others stop.
 
-        Twice: with new service records, then with the records of the
-        first round (nova gives the ids in creation order, so the same
-        compute wins).
+        ``IRONIC_PARTITION_TEST_TOGETHER_ROUNDS`` times (2 in the README's
+        command): first with new service records, then with the records
+        of the rounds before (nova gives the ids in creation order, so the
+        same compute wins). Then two computes 2 s apart, the younger
+        first: it is in its first pass when the older one starts.
         """
         self.nova.stop_compute('solo')
         harness.wait_for(lambda: self._down_in_nova('solo'), 120,
@@ -820,38 +875,17 @@ class UnpartitionedDefaultsLaneTest(_Lane):
         hosts = ['together-1', 'together-2', 'together-3']
         for host in hosts:
             self.nova.add_compute(host, start=False)
+        rounds = int(os.environ.get('IRONIC_PARTITION_TEST_TOGETHER_ROUNDS',
+                                    2))
         winners = []
-        for round_ in range(2):
+        for _round in range(rounds):
             since = time.time()
-            for host in hosts:
-                self.nova.computes[host].start()
-            self.assertLess(time.time() - since, 0.2)
-            harness.wait_for(
-                lambda: sum(self.nova.computes[h].running()
-                            for h in hosts) == 1, 240,
-                'all but one of %s to stop' % hosts, interval=0.5,
-                check=self.nova.check_services)
-            (winner,) = [h for h in hosts if self.nova.computes[h].running()]
-            winners.append(winner)
-            harness.wait_for(
-                lambda: all(self.recorder.hosts_of().get(node) == [winner]
-                            for node in self.group + self.other),
-                self.takeover_bound() * 2,
-                'every node held by %s' % winner, interval=0.5)
-            for host in hosts:
-                if host == winner:
-                    continue
-                with open(self.nova.computes[host].log_path) as stream:
-                    text = stream.read()
-                self.assertIn('for option [ironic_partition_database] '
-                              'connection: it is a SQLite database', text)
-                self.assertIn('other nova-compute services with Ironic '
-                              'nodes are up (%s)' % winner, text)
-            self.assert_no_double_hold(since=since)
-            self.assertEqual([], [m for m in self.moves_since(since)
-                                  if m[3] != winner])
-            self.assert_no_damage()
-            self.nova.stop_compute(winner)
-            harness.wait_for(lambda: self._down_in_nova(winner), 120,
-                             '%s down in nova' % winner, interval=1)
-        self.assertEqual(winners[0], winners[1])
+            winners.append(self._one_serves(hosts, [0, 0, 0], since))
+            starts = [novalane.parse_compute_log(
+                self.nova.computes[h].log_path) for h in hosts]
+            first = [max(e.time for e in events if e.kind == 'start')
+                     for events in starts]
+            self.assertLess(max(first) - min(first), 0.2)
+        self.assertEqual([winners[0]] * rounds, winners)
+        since = time.time()
+        self._one_serves(['together-3', 'together-1'], [0, 2], since)

@@ -154,6 +154,26 @@ class TestPartitionMixin(base.TestCase):
         self.assertEqual({}, self.driver.partition_nodes)
         self.assertIn('Not reporting any node list', self.logger.output)
 
+    def test_no_proven_list_is_never_an_empty_list(self):
+        # Every path without a proven node list raises: another live
+        # process holds the host name, the database does not answer at
+        # start, other processes' claims not run out yet (test_claims),
+        # a stop in progress (above). None hands the consumer {}.
+        errors = (
+            exception.DuplicateService(host='cn1', role='nova-compute',
+                                       started_at='?', origin='?', age=1),
+            exception.DatabaseConnectionFailed(connection='db',
+                                               reason='down'))
+        for error in errors:
+            def start(error=error):
+                raise error
+            self.membership.start = start
+            self.assertRaises(type(error), self.driver.partition_refresh)
+            self.assertEqual({}, self.driver.partition_nodes)
+            self.assertIsNone(self.driver.partitioner.last_result)
+        del self.membership.start
+        self.assertTrue(self.driver.partition_refresh().nodes)
+
     def test_stop_unset_option_follows_the_class_default(self):
         self.driver.partition_hand_over_default = False
         self.driver.partition_start()
