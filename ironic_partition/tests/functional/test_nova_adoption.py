@@ -258,6 +258,16 @@ class AdoptionLaneTest(test_nova_compute._Lane):
                                                  buffer_now=False))
         return compute
 
+    def _standing_by(self, host, name, logs):
+        """Start one more process for ``host``; it must stand by."""
+        compute = self._process(host, name)
+        logs[name] = compute.log_path
+        started = time.time()
+        compute.start()
+        self._logged(compute, "Not ready: Another process already runs as "
+                     "host '%s'" % host, started, 120)
+        return compute
+
     def _logged(self, compute, pattern, since, timeout):
         regex = re.compile(pattern)
 
@@ -292,12 +302,8 @@ class AdoptionLaneTest(test_nova_compute._Lane):
         logs = {h: c.log_path for h, c in self.nova.computes.items()}
 
         # maxSurge: the new pod starts beside the old one, same host.
-        new = self._process('cn1', 'cn1-surge')
-        logs['cn1-surge'] = new.log_path
         started = time.time()
-        new.start()
-        self._logged(new, "Not ready: Another process already runs as "
-                     "host 'cn1'", started, 120)
+        new = self._standing_by('cn1', 'cn1-surge', logs)
         waited = self._logged(new, 'Virt driver is not ready', started, 60)
         self.assertTrue(old.running())
         # SIGTERM of the old pod: the new one serves within one run.
@@ -321,12 +327,7 @@ class AdoptionLaneTest(test_nova_compute._Lane):
 
         # A force-deleted pod: its replacement waits beside it, then the
         # holder dies (SIGKILL); the replacement serves within the bound.
-        third = self._process('cn1', 'cn1-third')
-        logs['cn1-third'] = third.log_path
-        started = time.time()
-        third.start()
-        self._logged(third, "Not ready: Another process already runs as "
-                     "host 'cn1'", started, 120)
+        third = self._standing_by('cn1', 'cn1-third', logs)
         killed = time.time()
         new.kill()
         took = self._logged(third, 'Final resource view', killed,
