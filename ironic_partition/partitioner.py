@@ -68,7 +68,7 @@ from ironic_partition import claim_settings
 from ironic_partition import claims as claims_mod
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
-from ironic_partition.membership import base as membership_base
+from ironic_partition.membership import outside as outside_mod
 from ironic_partition import node_index
 from ironic_partition import readonly
 from ironic_partition import refresh_result
@@ -108,8 +108,8 @@ class Partitioner(object):
     :param outside: another view of the live services, with the
         ``members()`` of a membership backend (inside nova-compute, nova's
         service group): the peers it has up that ``membership`` misses
-        are ring members too (:func:`~ironic_partition.membership.base.
-        with_outside`). None (the default): ``membership`` alone.
+        are ring members too (:class:`~ironic_partition.membership.
+        outside.OutsideView`). None (the default): ``membership`` alone.
     :raises ConfigurationError: when the settings are invalid at start.
     """
 
@@ -117,9 +117,9 @@ class Partitioner(object):
                  claims=None, allow_local_database=True, outside=None):
         self.client = client
         self.membership = membership
-        #: The other view of the live services, or None.
-        self.outside = outside
-        self._outside_said = (frozenset(), frozenset())
+        #: The :class:`~ironic_partition.membership.outside.OutsideView`
+        #: of the other view of the live services, or None.
+        self.outside = None
         self._clock = clock
         self._lock = threading.Lock()
         self._settings = settings
@@ -143,6 +143,9 @@ class Partitioner(object):
         #: This process's :class:`~ironic_partition.identity.Identity`,
         #: or None.
         self.identity = getattr(self.store, 'identity', None)
+        if outside is not None:
+            self.outside = outside_mod.OutsideView(
+                outside, getattr(self.store, 'masked_connection', None))
         self._allow_local_database = allow_local_database
         if not allow_local_database:
             self._check_shared_store()
@@ -288,7 +291,7 @@ class Partitioner(object):
             raise exception.PartitionNotReady(kind='membership', reason=(
                 'the membership cannot be read: %s' % e))
         if self.outside is not None:
-            membership = self._with_outside(membership, settings, peers)
+            membership = self.outside.merge(membership, settings, peers)
         if not membership.stale:
             self._stale_since = None
             return membership
@@ -308,59 +311,6 @@ class Partitioner(object):
                     {'age': age, 'members': sorted(membership.live),
                      'left': timeout - age})
         return membership
-
-    def _with_outside(self, membership, settings, peers):
-        """Add the peers the outside view has up and ours misses.
-
-        :raises PartitionNotReady: the outside view never answered.
-        :returns: the merged :class:`~ironic_partition.membership.base.
-            Membership`.
-        """
-        try:
-            seen = self.outside.members(settings.partition_key, peers,
-                                        **_shard_kwargs(settings))
-        except exception.MembershipError as e:
-            raise exception.PartitionNotReady(kind='membership', reason=(
-                "nova's service group cannot be read, so the peers that "
-                "do not heartbeat the membership database are unknown: %s"
-                % e))
-        merged = membership_base.with_outside(membership, seen)
-        said, self._outside_said = self._outside_said, (
-            merged.outside, merged.never_seen)
-        self._say_outside(merged, settings, *said)
-        return merged
-
-    def _say_outside(self, membership, settings, outside, never_seen):
-        """Log what the outside view adds, once per change."""
-        key = refresh_result.describe_partition(settings.partition)
-        where = getattr(self.store, 'masked_connection', None) or '(none)'
-        if membership.outside == outside:
-            pass
-        elif membership.outside:
-            LOG.warning(
-                'Counting %(peers)s in the ring of partition %(key)s: up '
-                'in nova\'s service group as Ironic computes, but absent '
-                'from the membership database %(db)s (they run nova\'s '
-                'own driver, or this driver with another '
-                '[ironic_partition_database] connection). Their share of '
-                'the nodes is left to them, as nova\'s own ring does; '
-                'until they heartbeat %(db)s this service neither claims '
-                'nor reports it.',
-                {'peers': ', '.join(sorted(membership.outside)),
-                 'key': key, 'db': where})
-        else:
-            LOG.info('Every peer that nova\'s service group has up in '
-                     'partition %(key)s heartbeats the membership '
-                     'database', {'key': key})
-        if membership.never_seen and membership.never_seen != never_seen:
-            LOG.warning(
-                '[ironic] peer_list names %(peers)s, which neither nova '
-                '(no nova-compute service with Ironic compute nodes on '
-                'that host) nor the membership database %(db)s knows: '
-                'check the spelling; they get no share of partition '
-                '%(key)s until they run',
-                {'peers': ', '.join(sorted(membership.never_seen)),
-                 'db': where, 'key': key})
 
     def _check_identity(self):
         if self.identity is not None and self.identity.lost:

@@ -23,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ironic_partition import db_clock
 from ironic_partition import exception
+from ironic_partition.membership import outside
 from ironic_partition import metrics
 from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
@@ -239,14 +240,14 @@ class TestDriverMetrics(base.TestCase):
                                   reason='ironic', **labels))
 
     def test_peers_outside_the_membership_are_listed(self):
-        self.driver.partitioner.outside = fakes.FakeNovaView(
-            ['cn1', 'cn2', 'cn3'])
+        self.driver.partitioner.outside = outside.OutsideView(
+            fakes.FakeNovaView(['cn1', 'cn2', 'cn3']))
         self.driver.partition_refresh()
         registry = self._scrape()
         name = 'ironic_partition_peer_outside_membership'
         self.assertEqual(1, value(registry, name, peer='cn3', **RACK1))
         self.assertIsNone(value(registry, name, peer='cn2', **RACK1))
-        self.driver.partitioner.outside.up = frozenset(['cn1', 'cn2'])
+        self.driver.partitioner.outside.view.up = frozenset(['cn1', 'cn2'])
         self.driver.partition_refresh()
         self.assertIsNone(value(registry, name, peer='cn3', **RACK1))
 

@@ -24,6 +24,7 @@ from ironic_partition import change_feed
 from ironic_partition import claim_settings
 from ironic_partition import exception
 from ironic_partition.membership import base as mbase
+from ironic_partition.membership import outside
 from ironic_partition import partitioner
 from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
@@ -441,7 +442,7 @@ class TestOutsideView(TestPartitioner):
 
     def _mixed(self, host, nodes, ours, nova_up, hosts, **kw):
         p = self._make(host, nodes, ours, peers=hosts)
-        p.outside = FakeNovaView(nova_up, **kw)
+        p.outside = outside.OutsideView(FakeNovaView(nova_up, **kw))
         return p
 
     def test_rolling_switch_keeps_nova_mapping(self):
@@ -458,7 +459,7 @@ class TestOutsideView(TestPartitioner):
         self.assertLess(len(expected), 60)
         self.assertEqual(('cn1', 'cn2', 'cn3'), result.members)
         self.assertEqual({'cn2', 'cn3'}, result.membership.outside)
-        self.assertEqual([('rack1', tuple(hosts))], p.outside.asked)
+        self.assertEqual([('rack1', tuple(hosts))], p.outside.view.asked)
         self.assertIn('Counting cn2, cn3 in the ring of partition '
                       "'rack1': up in nova's service group",
                       self.logger.output)
@@ -469,10 +470,10 @@ class TestOutsideView(TestPartitioner):
         p.refresh()
         p.refresh()
         self.assertEqual(1, self.logger.output.count('Counting cn2, cn3'))
-        p.outside.up = frozenset({'cn1', 'cn3'})
+        p.outside.view.up = frozenset({'cn1', 'cn3'})
         p.refresh()
         self.assertEqual(1, self.logger.output.count('Counting cn3 in'))
-        p.outside.up = frozenset({'cn1'})
+        p.outside.view.up = frozenset({'cn1'})
         p.refresh()
         self.assertIn("Every peer that nova's service group has up",
                       self.logger.output)
@@ -489,7 +490,7 @@ class TestOutsideView(TestPartitioner):
     def test_nova_never_answered_is_not_ready(self):
         hosts = ['cn1', 'cn2']
         p = self._mixed('cn1', _nodes(6), ['cn1'], hosts, hosts)
-        p.outside.fault = exception.MembershipUnavailable(
+        p.outside.view.fault = exception.MembershipUnavailable(
             role='nova-compute', reason='conductor gone')
         e = self.assertRaises(exception.PartitionNotReady, p.refresh)
         self.assertEqual('membership', e.kind)
