@@ -524,6 +524,33 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         self.node_cache_time = time.time()
         self._reported = True
 
+    def list_instance_uuids(self):
+        """nova's, and at start nova's own records when not ready yet.
+
+        nova-compute calls this from ``init_host`` for a service it has no
+        record of (``_sanity_check_new_host``), before any resource-tracker
+        run: with nova's driver an uncaught ``VirtDriverNotReady`` there
+        ends nova-compute. Until this process has reported a node list,
+        a partition that is not ready yet (the claims of a peer or of a
+        previous process of this host not run out, the claims database
+        not answering) answers with the instances nova has on this host,
+        and says that the check could not look at Ironic. From then on,
+        not ready is raised as nova expects.
+
+        :returns: a list of instance UUIDs.
+        :raises VirtDriverNotReady: not ready, after the first report.
+        """
+        try:
+            return super().list_instance_uuids()
+        except nova_exception.VirtDriverNotReady as e:
+            if self._reported:
+                raise
+            LOG.warning('Listing the instances on this host\'s Ironic nodes '
+                        'from nova\'s own records: the partition is not '
+                        'ready yet (%s)', e)
+            return list(objects.InstanceList.get_uuids_by_host(
+                nova_context.get_admin_context(), self._nova_host))
+
     def get_available_resource(self, nodename):
         """nova's, for a node this service may still report.
 
