@@ -155,10 +155,16 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         :param membership: the membership backend in use.
         :returns: a :class:`~ironic_partition.membership.nova.
             NovaMembership`, or None when the membership already is
-            nova's service group.
+            nova's service group, or keeps a local SQLite database: then
+            this compute serves alone or not at all
+            (:meth:`_local_database_error`), and a rival nova has up is
+            refused, not given a share.
         """
         backend = nova_membership.NovaMembership
         if getattr(membership, 'name', None) == backend.name:
+            return None
+        store = getattr(membership, 'store', None)
+        if getattr(store, 'dialect', None) == 'sqlite':
             return None
         return backend(settings, self.partition_role)
 
