@@ -51,6 +51,7 @@ from ironic_partition._i18n import _
 from ironic_partition.cmd import _args
 from ironic_partition.cmd import _errors
 from ironic_partition import conf as ip_conf
+from ironic_partition.membership import base as membership_base
 
 LOG = logging.getLogger(__name__)
 
@@ -84,21 +85,29 @@ def add_config_arguments(parser, suppress_defaults=False):
                'configuration files (repeatable).'))
 
 
-def load_conf(config_files=(), config_dirs=(), debug=False):
+def load_conf(config_files=(), config_dirs=(), debug=False, role=None):
     """Read the configuration files into a new ``ConfigOpts``.
 
     Without a file or a directory, oslo.config's default files of the
     ``ironic-partition`` project are read, where they exist.
 
+    The service described is named as it names itself: for a nova-compute
+    (``role`` ``nova-compute``), nova.conf's ``[DEFAULT] host`` is read as
+    nova-compute reads it; for an agent, its own identity.
+
     :param config_files: paths.
     :param config_dirs: paths.
     :param debug: set ``[DEFAULT] debug``.
+    :param role: the membership role of the service the files are for, or
+        None (no service identity read).
     :returns: the parsed ``ConfigOpts``.
     :raises: oslo_config.cfg.Error (exit code 3).
     """
     conf = cfg.ConfigOpts()
     logging.register_options(conf)
     ip_conf.register_opts(conf)
+    if role == membership_base.ROLE_NOVA_COMPUTE:
+        ip_conf.register_nova_host_opt(conf)
     args = []
     for path in config_files:
         args += ['--config-file', path]
@@ -157,7 +166,8 @@ class CommandBase(object):
                             or ()))
             dirs = (list(getattr(self.app_args, 'config_dir', None) or ())
                     + list(getattr(parsed_args, 'config_dir', None) or ()))
-            conf = load_conf(files, dirs, debug=self.debug)
+            conf = load_conf(files, dirs, debug=self.debug,
+                             role=getattr(parsed_args, 'role', None))
             self._conf = conf
             setup = getattr(self.app, 'setup_logging', None)
             if setup is not None:

@@ -194,6 +194,10 @@ def main(argv=None, conf=None):
     upgradecheck.register_cli_options(conf, commands)
     conf(sys.argv[1:] if argv is None else argv, project=PROJECT,
          prog='ironic-partition-status')
+    if conf.role == membership_base.ROLE_NOVA_COMPUTE:
+        # NOTE(ironic-partition): nova.conf's [DEFAULT] host names the
+        # service, as nova-compute reads it.
+        ip_conf.register_nova_host_opt(conf)
     # NOTE(ironic-partition): what upgradecheck.main() sets; check()
     # reads --json from it.
     upgradecheck.CONF = conf

@@ -24,6 +24,7 @@ import socket
 
 from oslo_config import cfg
 
+from ironic_partition._i18n import _
 from ironic_partition.conf import database
 from ironic_partition.conf import ironic
 from ironic_partition.conf import partition
@@ -77,6 +78,34 @@ def register_opts(conf):
     ironic.register_ksa_opts(conf)
     conf.register_opts(partition.opts, group=partition.GROUP)
     database.register_opts(conf)
+
+
+#: nova's ``[DEFAULT] host``, read by the operator tools when they
+#: describe a nova-compute; nova registers it with the machine's host name
+#: as default, which :func:`get_host` falls back to.
+_NOVA_HOST_OPT = cfg.StrOpt(
+    'host',
+    help=_('nova-compute\'s own host name, read from nova.conf when a '
+           'command describes a nova-compute service ([ironic_partition] '
+           'host overrides it).'))
+
+
+def register_nova_host_opt(conf):
+    """Read ``[DEFAULT] host`` from the files, as nova-compute does.
+
+    The operator tools call this when they describe a nova-compute, so
+    that they name the service as it names itself (``host = compute-1``
+    in nova.conf, kolla's ``<group>-<shard>-ironic``), never the machine
+    they run on. An agent (``ironic-partition serve``) keeps its own
+    identity: ``[ironic_partition] host``, else the machine's name.
+
+    Safe to call more than once, and where nova already registered it.
+
+    :param conf: an oslo.config ``ConfigOpts``, parsed or not.
+    :returns: None
+    """
+    if 'host' not in conf:
+        conf.register_opt(_NOVA_HOST_OPT)
 
 
 def normalize_host(host):

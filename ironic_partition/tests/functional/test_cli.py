@@ -27,6 +27,7 @@ import json
 import os
 import resource
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -45,6 +46,11 @@ DB_BACKEND = 'postgresql'
 GROUPS = ['rack1', 'rack2']
 NODES = 40
 TIMEOUT = 60
+
+#: The install guide's nova.conf, as printed in the docs.
+INSTALL_GUIDE_CONF = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'doc',
+    'source', 'install', 'nova-compute.conf')
 
 #: Where the class's work directory goes: chosen at import, outside the
 #: per-test temporary directory that oslotest removes after each test.
@@ -531,6 +537,71 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         self.assertEqual('problem', found[0][0])
         self.assertIn("must contain this service's own host 'a1'",
                       found[0][1])
+
+    def _guide_override(self, name, database, **nova_default):
+        """A site file beside the install guide's nova.conf.
+
+        The guide's file is read verbatim; this second file only points it
+        at this class's Ironic and a real claims database, as an
+        operator's site file would.
+        """
+        sections = {'ironic': {'auth_type': 'none',
+                               'endpoint_override': self.ironic.endpoint},
+                    'ironic_partition_database': {'connection': database},
+                    'ironic_partition': {'state_path': self.state}}
+        if nova_default:
+            sections['DEFAULT'] = nova_default
+        return write_conf(os.path.join(self.workdir, name), sections)
+
+    def test_install_guide_files_as_printed(self):
+        # The install guide's nova-compute.conf names the service with
+        # [DEFAULT] host = compute-1; every tool must describe compute-1,
+        # never the machine it runs on.
+        self.assertTrue(os.path.exists(INSTALL_GUIDE_CONF), INSTALL_GUIDE_CONF)
+        db = self.useFixture(harness_db.DatabaseFixture(DB_BACKEND))
+        site = self._guide_override('guide-site.conf', db.url)
+        files = ('--config-file', INSTALL_GUIDE_CONF, '--config-file', site)
+        proc = subprocess.run(
+            [harness.process.bin_path('ironic-partition-dbsync')] +
+            list(files) + ['upgrade'], capture_output=True, text=True,
+            timeout=120, env=cli_env(), stdin=subprocess.DEVNULL)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        machine = socket.gethostname().lower()
+        for command in (('status', '-f', 'json'), ('ring', '-f', 'json')):
+            proc = run_cli(*(files + command))
+            self.assertNotIn(machine, proc.stderr)
+            self.assertEqual(0, proc.returncode, proc.stderr)
+        proc = run_cli(*(files + ('status', '-f', 'json')))
+        doc = json.loads(proc.stdout)
+        self.assertEqual('compute-1', doc['host'])
+        self.assertEqual('rack1', doc['partition_key'])
+        proc = run_cli(*(files + ('check', '-f', 'value', '-c', 'result',
+                                  '-c', 'message')))
+        self.assertNotIn("must contain this service's own host", proc.stdout)
+        self.assertNotIn(machine, proc.stdout)
+        code, checks = self.upgrade_check(INSTALL_GUIDE_CONF,
+                                          '--config-file', site)
+        details = checks['Configuration']['details']
+        self.assertNotIn("must contain this service's own host", details)
+        self.assertNotIn(machine, details)
+        # A kolla-style name, <group>-<shard>-ironic, in [DEFAULT] host.
+        kolla = self._guide_override('kolla.conf', db.url,
+                                     host='rack1-sharda-ironic')
+        peers = 'rack1-sharda-ironic,rack1-shardb-ironic'
+        path = write_conf(os.path.join(self.workdir, 'kolla-peers.conf'),
+                          {'ironic': {'peer_list': peers}})
+        proc = run_cli('--config-file', INSTALL_GUIDE_CONF, '--config-file',
+                       kolla, '--config-file', path, 'status', '-f', 'value',
+                       '-c', 'host')
+        self.assertEqual((0, 'rack1-sharda-ironic\n'),
+                         (proc.returncode, proc.stdout), proc.stderr)
+        # An agent keeps its own identity: [DEFAULT] host is nova's.
+        proc = run_cli('--config-file', INSTALL_GUIDE_CONF, '--config-file',
+                       kolla, '--config-file', path, 'status', '--role',
+                       'agent', '-f', 'value', '-c', 'host')
+        self.assertEqual(_errors.EXIT_CONFIG, proc.returncode, proc.stdout)
+        self.assertIn("must contain this service's own host '%s'" % machine,
+                      proc.stderr)
 
 
 class SimulateTestCase(base.BaseTestCase):

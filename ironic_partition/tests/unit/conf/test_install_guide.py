@@ -15,6 +15,7 @@
 """The install guide's nova.conf passes the checks nova-compute makes."""
 
 import os
+import socket
 
 import fixtures
 from oslo_config import cfg
@@ -22,7 +23,10 @@ from oslotest import base
 import sqlalchemy.engine
 
 from ironic_partition import claim_settings
+from ironic_partition.cmd import base as cmd_base
+from ironic_partition.cmd import upgrade_check
 from ironic_partition import conf as ip_conf
+from ironic_partition.membership import base as membership_base
 from ironic_partition import settings as settings_mod
 
 GUIDE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..',
@@ -38,16 +42,33 @@ class TestInstallGuide(base.BaseTestCase):
         super().setUp()
         if not os.path.exists(GUIDE):
             self.skipTest('no source tree (%s)' % GUIDE)
-        self.conf = cfg.ConfigOpts()
-        ip_conf.register_opts(self.conf)
-        self.conf.register_opt(cfg.StrOpt('host'))
-        self.conf(['--config-file', GUIDE])
+        # NOTE(ironic-partition): read as the operator tools read it, with
+        # no option registered by hand: [DEFAULT] host must come from the
+        # tools' own loading.
+        self.conf = cmd_base.load_conf(
+            [GUIDE], role=membership_base.ROLE_NOVA_COMPUTE)
         self.logger = self.useFixture(fixtures.FakeLogger())
 
     def test_partition_settings_are_valid(self):
         settings = settings_mod.from_conf(self.conf)
         self.assertEqual('rack1', settings.partition_key)
-        self.assertIn(self.conf.host, settings.peer_list)
+        self.assertEqual('compute-1', settings.host)
+        self.assertIn(settings.host, settings.peer_list)
+
+    def test_an_agent_keeps_its_own_identity(self):
+        conf = cmd_base.load_conf([GUIDE], role=membership_base.ROLE_AGENT)
+        self.assertNotIn('host', conf)
+        self.assertEqual(ip_conf.normalize_host(socket.gethostname()),
+                         ip_conf.get_host(conf))
+
+    def test_upgrade_check_names_the_service_from_nova_conf(self):
+        conf = cfg.ConfigOpts()
+        self.useFixture(fixtures.MonkeyPatch(
+            'ironic_partition.cmd.upgrade_check.Checks.check',
+            lambda checks: 0))
+        upgrade_check.main(['--config-file', GUIDE, 'upgrade', 'check'],
+                           conf=conf)
+        self.assertEqual('compute-1', ip_conf.get_host(conf))
 
     def test_claims_database_is_shared_not_sqlite(self):
         # A SQLite file is refused at start while peer_list names other
