@@ -30,6 +30,7 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition import _urls
+from ironic_partition.cmd import _errors
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import migration
@@ -108,7 +109,18 @@ def main(argv=None, conf=None, out=None):
     argv = sys.argv[1:] if argv is None else argv
     logging.register_options(conf)
     register_cli_opts(conf)
-    conf(argv, project='ironic-partition', prog='ironic-partition-dbsync')
+    try:
+        conf(argv, project='ironic-partition',
+             prog='ironic-partition-dbsync')
+    except cfg.Error as e:
+        sys.stderr.write('ironic-partition-dbsync: %s\n'
+                         % _errors.describe_error(e, conf))
+        return 1
+    except SystemExit as e:
+        if not e.code:
+            raise
+        # NOTE(ironic-partition): argparse printed its one line.
+        return 1
     logging.setup(conf, 'ironic-partition')
     try:
         return conf.command.func(conf, out)

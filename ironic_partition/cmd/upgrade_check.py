@@ -38,6 +38,7 @@ from oslo_upgradecheck import upgradecheck
 
 from ironic_partition._i18n import _
 from ironic_partition import claim_settings
+from ironic_partition.cmd import _errors
 from ironic_partition.cmd import checks
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
@@ -165,6 +166,11 @@ Checks._upgrade_checks = (
     tuple((title, _group_check(names)) for _key, title, names in GROUPS[1:]))
 
 
+#: The exit code of a check that could not run (oslo.upgradecheck's own
+#: code for an error).
+UPGRADE_CHECK_ERROR = 255
+
+
 def register_opts(conf):
     """Register every option the upgrade check reads.
 
@@ -192,8 +198,22 @@ def main(argv=None, conf=None):
     commands = Checks(conf)
     register_opts(conf)
     upgradecheck.register_cli_options(conf, commands)
-    conf(sys.argv[1:] if argv is None else argv, project=PROJECT,
-         prog='ironic-partition-status')
+    try:
+        conf(sys.argv[1:] if argv is None else argv, project=PROJECT,
+             prog='ironic-partition-status')
+    except cfg.Error as e:
+        # NOTE(ironic-partition): a file that is missing or does not parse:
+        # one line and 255 ("the check could not run"), as the page says;
+        # 1 would read as "warnings only" to a script.
+        sys.stderr.write('ironic-partition-status: %s\n'
+                         % _errors.describe_error(e, conf))
+        return UPGRADE_CHECK_ERROR
+    except SystemExit as e:
+        if not e.code:
+            raise
+        # NOTE(ironic-partition): argparse already printed the one line
+        # (an unknown --role, a missing command).
+        return UPGRADE_CHECK_ERROR
     if conf.role == membership_base.ROLE_NOVA_COMPUTE:
         # NOTE(ironic-partition): nova.conf's [DEFAULT] host names the
         # service, as nova-compute reads it.

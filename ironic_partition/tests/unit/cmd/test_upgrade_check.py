@@ -21,12 +21,15 @@ here ``run_checks`` answers what a test says.
 
 import io
 import json
+import os
 from unittest import mock
 
+import fixtures
 from oslo_config import cfg
 from oslo_upgradecheck import upgradecheck
 
 from ironic_partition.cmd import checks
+from ironic_partition.cmd import dbsync
 from ironic_partition.cmd import upgrade_check
 from ironic_partition.db import services as services_db
 from ironic_partition.tests import base
@@ -220,3 +223,50 @@ class TestFleetCheck(base.TestCase):
         report = self.fleet(nodes, None)
         [finding] = report.problems
         self.assertEqual('served', finding.check)
+
+
+class TestConsoleScriptErrors(base.TestCase):
+    """A file or argument the scripts cannot use: one line, the code."""
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.bad = os.path.join(self.tmp, 'bad.conf')
+        with open(self.bad, 'w') as stream:
+            stream.write('[DEFAULT]\nnot an assignment\n')
+        self.missing = os.path.join(self.tmp, 'missing.conf')
+
+    def run_main(self, main, *argv):
+        err = io.StringIO()
+        with mock.patch('sys.stderr', err):
+            code = main(list(argv), conf=cfg.ConfigOpts())
+        return code, err.getvalue()
+
+    def test_upgrade_check_missing_or_unparsable_file_exits_255(self):
+        for path, words in ((self.missing, 'Failed to find some config '
+                             'files: %s' % self.missing),
+                            (self.bad, 'Failed to parse %s' % self.bad)):
+            code, err = self.run_main(upgrade_check.main, '--config-file',
+                                      path, 'upgrade', 'check')
+            self.assertEqual(255, code)
+            self.assertEqual(1, len(err.splitlines()), err)
+            self.assertIn(words, err)
+            self.assertNotIn('Traceback', err)
+
+    def test_upgrade_check_bad_role_exits_255(self):
+        code, err = self.run_main(upgrade_check.main, '--role', 'foo',
+                                  'upgrade', 'check')
+        self.assertEqual(255, code)
+        self.assertIn('argument --role', err)
+        self.assertNotIn('Traceback', err)
+
+    def test_dbsync_missing_or_unparsable_file_is_one_line(self):
+        for path, command in ((self.missing, 'version'),
+                              (self.bad, 'upgrade')):
+            code, err = self.run_main(dbsync.main, '--config-file', path,
+                                      command)
+            self.assertEqual(1, code)
+            self.assertEqual(1, len(err.splitlines()), err)
+            self.assertTrue(err.startswith('ironic-partition-dbsync: '
+                                           'configuration error: '), err)
+            self.assertIn(path, err)
