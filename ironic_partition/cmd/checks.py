@@ -68,6 +68,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
+from ironic_partition import claim_settings
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
 from ironic_partition import conductor_groups
@@ -76,6 +77,7 @@ from ironic_partition.conf import ironic as ironic_conf
 from ironic_partition.conf import partition as partition_conf
 from ironic_partition import exception
 from ironic_partition.inspection import audit as inspection_audit
+from ironic_partition.membership import base as membership_base
 from ironic_partition import node_index
 from ironic_partition import readonly
 from ironic_partition import settings as settings_mod
@@ -193,6 +195,10 @@ def _check_database(conf, settings, role, report):
     """Check the membership source; return its membership or None."""
     if not settings.host:
         return None
+    local = _local_database_error(settings, role)
+    if local is not None:
+        report.problem('database', _errors.describe_error(local, conf))
+        return None
     try:
         backend = readonly.open_membership(settings, role)
     except exception.IronicPartitionException as e:
@@ -213,6 +219,28 @@ def _check_database(conf, settings, role, report):
         readonly.close_membership(backend)
     report.ok('database')
     return membership
+
+
+def _local_database_error(settings, role):
+    """The refusal nova-compute would give this SQLite database, or None.
+
+    nova-compute refuses a SQLite claims database while ``[ironic]
+    peer_list`` names other hosts (at start, before the file is used), so
+    the check says the same, whether or not the file exists yet.
+    """
+    database = getattr(settings, 'database', None)
+    if (role != membership_base.ROLE_NOVA_COMPUTE or database is None or
+            settings.membership_backend != 'database'):
+        return None
+    connection = database.connect()
+    if connection.dialect != 'sqlite':
+        return None
+    try:
+        claim_settings.check_shared_database(
+            settings.peer_list, connection, settings.host, False)
+    except exception.ConfigurationError as e:
+        return e
+    return None
 
 
 def _check_duplicates(db, role, report):

@@ -391,6 +391,14 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
                       checks['Claim timing']['details'])
         self.assertEqual(0, checks['Ironic and the conductor group']
                          ['result'])
+        # As a nova-compute, the SQLite file the agents heartbeat in is
+        # what nova-compute refuses at start: a failure, not Success.
+        database = checks['Membership and claims database']
+        self.assertEqual(2, database['result'], database)
+        self.assertIn('[ironic_partition_database] connection',
+                      database['details'])
+        self.assertIn('peer_list names other hosts (a3)',
+                      database['details'])
         # Ironic down: its rows fail, the configuration's do not.
         endpoint = 'http://127.0.0.1:%d' % unused_port()
         code, checks = self.upgrade_check(

@@ -15,7 +15,10 @@
 """status, ring and check on fakes of Ironic and the membership."""
 
 import collections
+import os
 from unittest import mock
+
+import fixtures
 
 from ironic_partition import baremetal
 from ironic_partition import change_feed
@@ -272,6 +275,29 @@ class TestCheck(CommandTestCase):
                 if r['result'] in ('problem', 'warning')]
         self.assertEqual(5, len(rows))
         self.assertTrue(all('\n' not in r['message'] for r in rows))
+
+    def test_sqlite_shared_by_peers_fails_as_nova_compute_would(self):
+        # nova-compute refuses a SQLite claims database while peer_list
+        # names other hosts; the check says so, whether or not the file
+        # exists yet, and reads nothing from it.
+        state = self.useFixture(fixtures.TempDir()).path
+        self.config(group='ironic_partition', state_path=state)
+        doc = checks.run_checks(self.conf, 'nova-compute')
+        [problem] = [p for p in doc['problems'] if p['check'] == 'database']
+        self.assertIn('[ironic_partition_database] connection', problem[
+            'message'])
+        self.assertIn('peer_list names other hosts (a2, a3)',
+                      problem['message'])
+        self.assertNotIn('database', doc['passed'])
+        self.assertEqual([], os.listdir(state))
+        # Alone in peer_list: the same file is fine.
+        self.config(group='ironic', peer_list=['a1'])
+        doc = checks.run_checks(self.conf, 'nova-compute')
+        self.assertNotIn('database', [p['check'] for p in doc['problems']])
+        # An agent may share a file on one host: not refused.
+        self.config(group='ironic', peer_list=['a1', 'a2', 'a3'])
+        doc = checks.run_checks(self.conf, 'agent')
+        self.assertNotIn('database', [p['check'] for p in doc['problems']])
 
     def test_host_missing_and_unknown_group(self):
         self.config(group='ironic', partition_key='rack9',
