@@ -140,20 +140,40 @@ def resolve(settings):
               'no time to renew the claims before the fence')
             % {'lease': lease, 'min': 3 * MIN_RENEW_INTERVAL})
     renew = max(MIN_RENEW_INTERVAL, (lease - margin) / 3.0)
-    # NOTE(ironic-partition): only timings the operator chose are worth a
-    # warning; on our defaults (a 120 s lease inside nova) the takeover
-    # time is ours, and documented (admin/nova-compute).
-    if settings.timing_chosen and lease >= down + interval:
-        LOG.warning('[ironic_partition] lease_time (%(lease)s) is not '
-                    'shorter than service_down_time (%(down)s) plus '
-                    '%(option)s (%(interval)s): the nodes of a dead service '
-                    'are reported again only after up to %(bound)s s plus '
-                    'one refresh',
-                    {'lease': lease, 'down': down,
-                     'option': cadence.interval_option,
-                     'interval': interval, 'bound': lease + interval})
-    return ClaimSettings(settings.claims_mode, float(lease), float(margin),
-                         float(renew))
+    result = ClaimSettings(settings.claims_mode, float(lease), float(margin),
+                           float(renew))
+    warning = slow_return_warning(settings, result)
+    if warning is not None:
+        LOG.warning('%s', warning)
+    return result
+
+
+def slow_return_warning(settings, claims):
+    """What to warn of when a dead service's nodes come back late, or None.
+
+    Only timings the operator chose are worth a warning; on our defaults
+    (a 120 s lease inside nova) the takeover time is ours, and documented
+    (admin/nova-compute).
+
+    :param settings: the :class:`~ironic_partition.settings.Settings` the
+        claims were resolved from.
+    :param claims: their :data:`ClaimSettings`.
+    :returns: the warning, one sentence, or None.
+    """
+    cadence = settings.cadence
+    down = settings.service_down_time
+    lease = int(claims.lease_time) if claims.lease_time.is_integer() \
+        else claims.lease_time
+    if not settings.timing_chosen or lease < down + cadence.interval:
+        return None
+    return _('[ironic_partition] lease_time (%(lease)s) is not shorter than '
+             'service_down_time (%(down)s) plus %(option)s (%(interval)s): '
+             'the nodes of a dead service are reported again only after up '
+             'to %(bound)s s plus one refresh') % {
+                 'lease': lease, 'down': down,
+                 'option': cadence.interval_option,
+                 'interval': cadence.interval,
+                 'bound': lease + cadence.interval}
 
 
 def wanted(mode, store):

@@ -503,7 +503,7 @@ def _serves(service, group, shard):
              (shard is not None and service.shard.lower() == shard)))
 
 
-def _check_fleet(client, conductors, role, report):
+def _check_fleet(client, conductors, role, report, keeps_services=True):
     """Check that every node of the fleet can be managed.
 
     Lists every node once (its group, shard and hardware type): each
@@ -516,6 +516,9 @@ def _check_fleet(client, conductors, role, report):
     :param conductors: Ironic's conductors.
     :param role: the membership role.
     :param report: the :class:`_Report`.
+    :param keeps_services: whether the membership backend keeps the
+        services (the ``database`` backend): without their list, the
+        coverage is said not checked.
     :returns: None
     """
     try:
@@ -545,7 +548,14 @@ def _check_fleet(client, conductors, role, report):
                 'the group a shard, or none.') % {
                     'group': group, 'with': sum(shards.values()) - unsharded,
                     'without': unsharded})
-    if report.services is not None:
+    if report.services is None and keeps_services:
+        # NOTE(ironic-partition): never a Success that was not checked.
+        report.warning('coverage', _(
+            'Not checked whether a live %(role)s service lists each '
+            'conductor group and shard: the services in the membership '
+            'database could not be read (see the membership database '
+            'check).') % {'role': role})
+    elif report.services is not None:
         live = [s for s in report.services if s.alive]
         for (group, shard), count in sorted(
                 parts.items(), key=lambda kv: (kv[0][0], kv[0][1] or '')):
@@ -600,7 +610,9 @@ def run_checks(conf, role, inspection_config=None, compare_feed=False,
     if fleet:
         checks = checks + FLEET_CHECKS
         if conductors is not None:
-            _check_fleet(client, conductors, role, report)
+            _check_fleet(client, conductors, role, report,
+                         keeps_services=(settings.membership_backend ==
+                                         'database'))
     if compare_feed or feed_usable:
         checks = checks + FEED_CHECKS
         if conductors is not None:

@@ -138,13 +138,12 @@ class Checks(upgradecheck.UpgradeCommands):
     def _check_timing(self):
         cadence = consumer_cadence(self.conf, self.conf.role)
         try:
-            settings = settings_mod.from_conf(
-                self.conf, cadence, partition=_any_partition(self.conf)
-            ).claims()
+            resolved = settings_mod.from_conf(
+                self.conf, cadence, partition=_any_partition(self.conf))
+            settings = resolved.claims()
         except (exception.ConfigurationError, ValueError) as e:
             return upgradecheck.Result(upgradecheck.Code.FAILURE, str(e))
-        return upgradecheck.Result(
-            upgradecheck.Code.SUCCESS,
+        details = (
             _('lease_time %(lease)s s, fencing_margin %(margin)s s, '
               'renewed every %(renew).1f s; %(option)s is %(interval)s s')
             % {'lease': settings.lease_time,
@@ -152,6 +151,13 @@ class Checks(upgradecheck.UpgradeCommands):
                'renew': settings.renew_interval,
                'option': cadence.interval_option,
                'interval': cadence.interval})
+        warning = claim_settings.slow_return_warning(resolved, settings)
+        if warning is not None:
+            # NOTE(ironic-partition): the warning every start logs is a
+            # row too, so that the table and --json carry it.
+            return upgradecheck.Result(upgradecheck.Code.WARNING,
+                                       '%s. %s' % (warning, details))
+        return upgradecheck.Result(upgradecheck.Code.SUCCESS, details)
 
 
 def _group_check(names):

@@ -209,6 +209,22 @@ class TestFleetCheck(base.TestCase):
         self.assertIn("Conductor group 'rack1' has 1 nodes with a shard "
                       "and 2 without", finding.message)
 
+    def test_services_unread_is_not_a_success(self):
+        # The membership database could not be read: the coverage was not
+        # checked, and the row says so rather than passing.
+        nodes = [_node(0, 'rack1'), _node(1, 'rack2')]
+        report = self.fleet(nodes, None)
+        [finding] = report.findings
+        self.assertEqual(('coverage', 'warning'),
+                         (finding.check, finding.severity))
+        self.assertIn('Not checked whether a live nova-compute service '
+                      'lists each conductor group', finding.message)
+        # A backend that keeps no services (static): nothing to say.
+        report = checks._Report()
+        checks._check_fleet(_FleetClient(nodes), CONDUCTORS, 'nova-compute',
+                            report, keeps_services=False)
+        self.assertEqual([], report.findings)
+
     def test_a_hardware_type_no_alive_conductor_serves(self):
         nodes = [_node(0, 'rack1', driver='ipmi')]
         report = self.fleet(nodes, [_service('cn1', 'rack1')])
@@ -270,3 +286,25 @@ class TestConsoleScriptErrors(base.TestCase):
             self.assertTrue(err.startswith('ironic-partition-dbsync: '
                                            'configuration error: '), err)
             self.assertIn(path, err)
+
+
+class TestTimingRow(base.TestCase):
+
+    run_main = TestUpgradeCheck.run_main
+
+    def test_slow_return_of_a_dead_service_is_a_warning_row(self):
+        # service_down_time 4 on nova's cadence (60 s): a dead service's
+        # nodes come back only after the 120 s lease. The WARNING every
+        # start logs is the row's result, in the table and in --json.
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'nova.conf')
+        with open(path, 'w') as stream:
+            stream.write('[ironic_partition]\nservice_down_time = 4\n'
+                         'heartbeat_interval = 1\n')
+        code, rows, _r = self.run_main(_doc(), '--config-file', path)
+        self.assertEqual(WARNING, code, rows)
+        result, details = rows['Claim timing']
+        self.assertEqual(WARNING, result)
+        self.assertIn('the nodes of a dead service are reported again only '
+                      'after up to 180 s', details)
+        self.assertIn('lease_time 120', details)
