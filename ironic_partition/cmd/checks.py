@@ -422,14 +422,8 @@ def _check_shards(client, settings, report):
             'manages them unless a service without a shard does. Set '
             'their shard (openstack baremetal node set --shard <name>).')
             % {'count': shards[None], 'total': len(nodes), 'where': where})
-    if settings.shard is not None and not any(
-            s is not None and s.lower() == settings.shard for s in shards):
-        report.warning('shards', _(
-            'No node of %(where)s is in [ironic] shard %(shard)r; shards '
-            'there: %(known)s.') % {
-                'where': where, 'shard': settings.shard,
-                'known': ', '.join(sorted(repr(s) for s in shards
-                                          if s is not None)) or '-'})
+    if settings.shard is not None:
+        _check_own_shard(client, settings, shards, where, report)
     upper = sorted(s for s in shards if s is not None and s != s.lower())
     if upper:
         report.warning('shards', _(
@@ -439,6 +433,36 @@ def _check_shards(client, settings, report):
             'listed by shard. Rename them in lower case.') % {
                 'names': ', '.join(repr(s) for s in upper)})
     report.ok('shards')
+
+
+def _check_own_shard(client, settings, shards, where, report):
+    """Fail a shard under which the service would manage nothing.
+
+    Asked as the service asks (Ironic's own shard filter, which compares
+    as the database does), not by comparing names here: a node in
+    ``ShardA`` is listed for ``[ironic] shard = sharda`` on MySQL and not
+    on PostgreSQL.
+    """
+    try:
+        listed = client.list_nodes(conductor_group=settings.partition_key,
+                                   fields=('uuid',), shard=settings.shard)
+    except exception.IronicPartitionException as e:
+        report.problem('shards', e)
+        return
+    if len(listed):
+        return
+    known = sorted(s for s in shards if s is not None)
+    near = [s for s in known if s.lower() == settings.shard]
+    report.problem('shards', _(
+        'Ironic lists no node of %(where)s in [ironic] shard %(shard)r (the '
+        'query this service makes): it would manage nothing. %(why)sShards '
+        'there: %(known)s.') % {
+            'where': where, 'shard': settings.shard,
+            'why': (_('Nodes are in %s, which Ironic\'s filter does not '
+                      'match on this database: rename the shard in lower '
+                      'case. ') % ', '.join(repr(s) for s in near)
+                    if near else ''),
+            'known': ', '.join(repr(s) for s in known) or '-'})
 
 
 def _check_feed(client, conf, settings, report, compare=True):

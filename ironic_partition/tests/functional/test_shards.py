@@ -321,10 +321,35 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
         code, rows = self._json('--config-file', empty, 'check', '--role',
                                 'agent')
         doc = test_cli.findings(rows)
-        warnings = [w['message'] for w in doc['warnings']
-                    if w['check'] == 'shards']
-        self.assertIn("No node of conductor group rack2 is in [ironic] "
-                      "shard 's3'; shards there: 's1', 's2'.", warnings)
+        self.assertEqual(_errors.EXIT_PROBLEMS, code, doc)
+        problems = [p['message'] for p in doc['problems']
+                    if p['check'] == 'shards']
+        self.assertIn("Ironic lists no node of conductor group rack2 in "
+                      "[ironic] shard 's3' (the query this service makes): "
+                      "it would manage nothing. Shards there: 's1', 's2'.",
+                      problems)
+
+        # A shard in mixed case on Ironic's PostgreSQL: the service's
+        # query (Ironic lower-cases the shard it filters on) lists none of
+        # its nodes, so check fails it rather than passing.
+        mixed = sorted(self.nodes_of('rack2') - self.nodes_of(shard='s1')
+                       - self.nodes_of(shard='s2'))[0]
+        conn = harness.connect(self.ironic.endpoint)
+        conn.baremetal.patch_node(mixed, [
+            {'op': 'add', 'path': '/shard', 'value': 'ShardA'}])
+        self.addCleanup(conn.baremetal.patch_node, mixed, [
+            {'op': 'remove', 'path': '/shard'}])
+        for name in ('ShardA', 'sharda'):
+            path = self._conf('mixed-%s.conf' % name, 'rack2', name)
+            code, rows = self._json('--config-file', path, 'check',
+                                    '--role', 'agent')
+            doc = test_cli.findings(rows)
+            self.assertEqual(_errors.EXIT_PROBLEMS, code, doc)
+            problems = [p['message'] for p in doc['problems']
+                        if p['check'] == 'shards']
+            self.assertEqual(1, len(problems), doc)
+            self.assertIn("Nodes are in 'ShardA', which Ironic's filter "
+                          "does not match on this database", problems[0])
 
         # Bad values are refused naming the option.
         bad = self._conf('bad.conf', None, 's,1')

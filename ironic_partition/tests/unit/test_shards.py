@@ -337,7 +337,11 @@ class TestCommandsShard(base.TestCase):
 
     def _check(self, nodes, shard=None):
         client = mock.Mock()
-        client.list_nodes.return_value = nodes
+
+        def list_nodes(conductor_group=None, fields=None, shard=None):
+            # Ironic's filter, as on PostgreSQL: exact.
+            return [n for n in nodes if shard is None or n.shard == shard]
+        client.list_nodes.side_effect = list_nodes
         report = checks._Report()
         settings = ip_conf.PartitionSettings('rack1', (), 'cn1', shard)
         checks._check_shards(client, settings, report)
@@ -357,8 +361,28 @@ class TestCommandsShard(base.TestCase):
 
     def test_check_warns_about_empty_and_upper_case_shards(self):
         report = self._check([baremetal.Node(id='a', shard='S2')], shard='s1')
-        messages = [f.message for f in report.findings]
-        self.assertEqual(2, len(messages))
-        self.assertIn("No node of conductor group rack1 is in [ironic] "
-                      "shard 's1'", messages[0])
-        self.assertIn("'S2'", messages[1])
+        found = [(f.severity, f.message) for f in report.findings]
+        self.assertEqual(2, len(found))
+        # A shard under which the service would manage nothing: a problem.
+        self.assertEqual('problem', found[0][0])
+        self.assertIn("Ironic lists no node of conductor group rack1 in "
+                      "[ironic] shard 's1' (the query this service makes): "
+                      "it would manage nothing. Shards there: 'S2'.",
+                      found[0][1])
+        self.assertEqual('warning', found[1][0])
+        self.assertIn("'S2'", found[1][1])
+
+    def test_check_fails_a_shard_ironic_does_not_match_by_case(self):
+        # Nodes in 'ShardA', [ironic] shard = ShardA (read as 'sharda'):
+        # Ironic's filter on PostgreSQL lists nothing.
+        report = self._check([baremetal.Node(id='a', shard='ShardA')],
+                             shard='sharda')
+        [problem] = report.problems
+        self.assertIn("Nodes are in 'ShardA', which Ironic's filter does not "
+                      "match on this database", problem.message)
+
+    def test_check_passes_a_shard_ironic_lists(self):
+        report = self._check([baremetal.Node(id='a', shard='s1')],
+                             shard='s1')
+        self.assertEqual([], report.findings)
+        self.assertEqual(['shards'], report.passed)
