@@ -342,10 +342,12 @@ def _check_case(conf, settings, conductors, report):
     report.ok('case')
 
 
-def _check_peers(settings, membership, report):
+def _check_peers(settings, membership, report, new_deployment=False):
     if membership is None:
         return
-    for peer in sorted(membership.never_seen):
+    # NOTE(ironic-partition): before the first service of a new deployment
+    # starts, no peer has heartbeated yet: that is expected, not a fault.
+    for peer in () if new_deployment else sorted(membership.never_seen):
         report.problem('peers', _(
             'Peer %(peer)r in [ironic] peer_list has never heartbeated in '
             'the membership database: it is not running, runs with another '
@@ -527,7 +529,8 @@ def _serves(service, group, shard):
              (shard is not None and service.shard.lower() == shard)))
 
 
-def _check_fleet(client, conductors, role, report, keeps_services=True):
+def _check_fleet(client, conductors, role, report, keeps_services=True,
+                 new_deployment=False):
     """Check that every node of the fleet can be managed.
 
     Lists every node once (its group, shard and hardware type): each
@@ -543,6 +546,8 @@ def _check_fleet(client, conductors, role, report, keeps_services=True):
     :param keeps_services: whether the membership backend keeps the
         services (the ``database`` backend): without their list, the
         coverage is said not checked.
+    :param new_deployment: no service has run yet: whether live services
+        list every group is not checked.
     :returns: None
     """
     try:
@@ -572,7 +577,11 @@ def _check_fleet(client, conductors, role, report, keeps_services=True):
                 'the group a shard, or none.') % {
                     'group': group, 'with': sum(shards.values()) - unsharded,
                     'without': unsharded})
-    if report.services is None and keeps_services:
+    if new_deployment:
+        # NOTE(ironic-partition): no service runs yet, so none lists
+        # anything: coverage is checked once they run.
+        pass
+    elif report.services is None and keeps_services:
         # NOTE(ironic-partition): never a Success that was not checked.
         report.warning('coverage', _(
             'Not checked whether a live %(role)s service lists each '
@@ -598,7 +607,8 @@ def _check_fleet(client, conductors, role, report, keeps_services=True):
 
 
 def run_checks(conf, role, inspection_config=None, compare_feed=False,
-               feed_usable=False, fleet=False, client=None):
+               feed_usable=False, fleet=False, client=None,
+               new_deployment=False):
     """Run every check.
 
     :param conf: the ``ConfigOpts``.
@@ -613,6 +623,9 @@ def run_checks(conf, role, inspection_config=None, compare_feed=False,
         nodes is served (one listing of every node).
     :param client: the Ironic client; by default the one ``[ironic]``
         configures.
+    :param new_deployment: before the first service of the role has
+        started: peers that never heartbeated, and groups no live service
+        lists, are expected, not findings.
     :returns: a dict with ``problems``, ``warnings``, ``passed`` and the
         settings read.
     """
@@ -623,7 +636,7 @@ def run_checks(conf, role, inspection_config=None, compare_feed=False,
     if conductors is not None:
         _check_group(client, conductors, settings, report)
     _check_case(conf, settings, conductors, report)
-    _check_peers(settings, membership, report)
+    _check_peers(settings, membership, report, new_deployment)
     if conductors is not None:
         _check_shards(client, settings, report)
     checks = CHECKS
@@ -636,7 +649,8 @@ def run_checks(conf, role, inspection_config=None, compare_feed=False,
         if conductors is not None:
             _check_fleet(client, conductors, role, report,
                          keeps_services=(settings.membership_backend ==
-                                         'database'))
+                                         'database'),
+                         new_deployment=new_deployment)
     if compare_feed or feed_usable:
         checks = checks + FEED_CHECKS
         if conductors is not None:

@@ -69,6 +69,12 @@ _OPTS = [
                choices=membership_base.ROLES,
                help=_('The membership role of the service the configuration '
                       'files are for.')),
+    cfg.BoolOpt('new-deployment', default=False,
+                help=_('Check a deployment before its first service of the '
+                       'role starts (the schema created, no service run '
+                       'yet): peers that never heartbeated and conductor '
+                       'groups no live service lists are expected, not '
+                       'failures. Everything else is checked as usual.')),
 ]
 
 
@@ -113,8 +119,9 @@ class Checks(upgradecheck.UpgradeCommands):
 
     def _run(self):
         if self._doc is None:
-            self._doc = checks.run_checks(self.conf, self.conf.role,
-                                          feed_usable=True, fleet=True)
+            self._doc = checks.run_checks(
+                self.conf, self.conf.role, feed_usable=True, fleet=True,
+                new_deployment=self.conf.new_deployment)
         return self._doc
 
     def _group(self, names):

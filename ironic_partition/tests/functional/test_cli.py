@@ -592,6 +592,19 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         details = checks['Configuration']['details']
         self.assertNotIn("must contain this service's own host", details)
         self.assertNotIn(machine, details)
+        # In the guide's order (schema first, computes after) no peer has
+        # heartbeated yet: a failure, unless checked as a new deployment,
+        # which then passes every row.
+        self.assertEqual(2, code)
+        self.assertIn("Peer 'compute-2' in [ironic] peer_list has never "
+                      "heartbeated", details)
+        code, checks = self.upgrade_check(INSTALL_GUIDE_CONF,
+                                          '--config-file', site,
+                                          '--new-deployment')
+        self.assertEqual(
+            (0, {name: 0 for name in checks}),
+            (code, {name: c['result'] for name, c in checks.items()}),
+            checks)
         # A kolla-style name, <group>-<shard>-ironic, in [DEFAULT] host.
         kolla = self._guide_override('kolla.conf', db.url,
                                      host='rack1-sharda-ironic')

@@ -299,6 +299,18 @@ class TestCheck(CommandTestCase):
         doc = checks.run_checks(self.conf, 'agent')
         self.assertNotIn('database', [p['check'] for p in doc['problems']])
 
+    def test_new_deployment_expects_peers_never_seen(self):
+        # Before the first compute starts, no peer has heartbeated: a new
+        # deployment's check passes what can be checked.
+        self.membership.dead = frozenset()
+        self.membership.never_seen = frozenset(['a2', 'a3'])
+        doc = checks.run_checks(self.conf, 'agent')
+        self.assertEqual(['peers', 'peers'],
+                         [p['check'] for p in doc['problems']])
+        doc = checks.run_checks(self.conf, 'agent', new_deployment=True)
+        self.assertEqual([], doc['problems'])
+        self.assertIn('peers', doc['passed'])
+
     def test_host_missing_and_unknown_group(self):
         self.config(group='ironic', partition_key='rack9',
                     peer_list=['a2', 'a3'])

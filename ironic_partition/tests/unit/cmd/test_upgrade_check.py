@@ -80,7 +80,8 @@ class TestUpgradeCheck(base.TestCase):
         # The checks ran once, for nova-compute by default, with the
         # change feed's usability (one full listing), not the comparison.
         run_checks.assert_called_once_with(
-            mock.ANY, 'nova-compute', feed_usable=True, fleet=True)
+            mock.ANY, 'nova-compute', feed_usable=True, fleet=True,
+            new_deployment=False)
         # nova's default cadence: 60 s, so a 120 s lease.
         self.assertIn('lease_time 120', rows['Claim timing'][1])
         self.assertIn('[DEFAULT] update_resources_interval is 60 s',
@@ -127,9 +128,17 @@ class TestUpgradeCheck(base.TestCase):
         code, rows, run_checks = self.run_main(_doc(), '--role', 'agent')
         self.assertEqual(SUCCESS, code)
         run_checks.assert_called_once_with(mock.ANY, 'agent',
-                                           feed_usable=True, fleet=True)
+                                           feed_usable=True, fleet=True,
+                                           new_deployment=False)
         self.assertIn('[ironic_partition] refresh_interval is',
                       rows['Claim timing'][1])
+
+    def test_new_deployment_mode(self):
+        code, rows, run_checks = self.run_main(_doc(), '--new-deployment')
+        self.assertEqual(SUCCESS, code)
+        run_checks.assert_called_once_with(
+            mock.ANY, 'nova-compute', feed_usable=True, fleet=True,
+            new_deployment=True)
 
 
 class _FleetClient(object):
@@ -208,6 +217,15 @@ class TestFleetCheck(base.TestCase):
         [finding] = report.findings
         self.assertIn("Conductor group 'rack1' has 1 nodes with a shard "
                       "and 2 without", finding.message)
+
+    def test_new_deployment_expects_no_live_service(self):
+        nodes = [_node(0, 'rack1'), _node(1, 'rack2')]
+        report = checks._Report()
+        report.services = []
+        checks._check_fleet(_FleetClient(nodes), CONDUCTORS, 'nova-compute',
+                            report, new_deployment=True)
+        self.assertEqual([], report.findings)
+        self.assertEqual(['served', 'coverage'], report.passed)
 
     def test_services_unread_is_not_a_success(self):
         # The membership database could not be read: the coverage was not
