@@ -276,6 +276,18 @@ def advice(doc):
                        '--instance-hosts to tell which belong to peers '
                        'that are not alive (stranded).')
                      % doc['foreign_count'])
+    conductors = doc.get('conductors')
+    if conductors is not None and not conductors['alive']:
+        lines.append(_('No conductor of conductor group %(group)s is alive '
+                       '(%(dead)s): Ironic cannot deploy, power or clean '
+                       'the %(n)d nodes of the group until one is. Start an '
+                       'ironic-conductor with [conductor] conductor_group = '
+                       '%(group)s.')
+                     % {'group': doc['partition_key'] or '""',
+                        'dead': (_('dead: %s') % ', '.join(
+                            conductors['dead'])) if conductors['dead']
+                        else _('none registered'),
+                        'n': doc['listed']})
     if not doc['change_feed']['usable']:
         lines.append(_('Ironic\'s change feed is not usable, so every '
                        'refresh lists the group in full: %s')

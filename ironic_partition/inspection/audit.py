@@ -109,6 +109,40 @@ def _show(group):
     return repr(group) if group else _('the default group ""')
 
 
+#: Past this many nodes of one (group, hardware type) without an alive
+#: conductor, one finding says how many and names the first few.
+SUMMARY_AFTER = 5
+
+
+def _unserved(nodes, served):
+    """The ``served`` findings: per node for a few, else per group."""
+    unserved = collections.OrderedDict()
+    for node in nodes:
+        key = ((node.get('conductor_group') or '').lower(),
+               node.get('driver'))
+        if key not in served:
+            unserved.setdefault(key, []).append(node)
+    findings = []
+    for (group, driver), stranded in unserved.items():
+        if len(stranded) <= SUMMARY_AFTER:
+            findings.extend(AuditFinding('served', node['uuid'], _(
+                'Node %(node)s is in conductor group %(group)s, where no '
+                'alive conductor serves its hardware type %(hw)r: Ironic '
+                'cannot manage it. Start such a conductor, or move the '
+                'node.') % {'node': _name(node), 'group': _show(group),
+                            'hw': driver}) for node in stranded)
+            continue
+        findings.append(AuditFinding('served', stranded[0]['uuid'], _(
+            '%(count)d nodes are in conductor group %(group)s, where no '
+            'alive conductor serves their hardware type %(hw)r: Ironic '
+            'cannot manage them (the first: %(first)s). Start such a '
+            'conductor, or move the nodes.') % {
+                'count': len(stranded), 'group': _show(group), 'hw': driver,
+                'first': ', '.join(_name(n)
+                                   for n in stranded[:SUMMARY_AFTER])}))
+    return findings
+
+
 def audit(pmap, nodes, conductors, default_group=''):
     """Compare nodes with the map and with the alive conductors.
 
@@ -116,20 +150,13 @@ def audit(pmap, nodes, conductors, default_group=''):
     :param nodes: node dicts with the :data:`NODE_FIELDS`.
     :param conductors: dicts from ``IronicClient.list_conductors``.
     :param default_group: Ironic's ``[DEFAULT] default_conductor_group``.
-    :returns: a list of :data:`AuditFinding`, in node order.
+    :returns: a list of :data:`AuditFinding`: the ``served`` ones first
+        (one per node, or one per group and hardware type past
+        :data:`SUMMARY_AFTER` nodes), then the ``map`` ones in node order.
     """
-    served = served_keys(conductors)
-    findings = []
+    findings = _unserved(nodes, served_keys(conductors))
     for node in nodes:
         group = (node.get('conductor_group') or '').lower()
-        driver = node.get('driver')
-        if (group, driver) not in served:
-            findings.append(AuditFinding('served', node['uuid'], _(
-                'Node %(node)s is in conductor group %(group)s, where no '
-                'alive conductor serves its hardware type %(hw)r: Ironic '
-                'cannot manage it. Start such a conductor, or move the '
-                'node.') % {'node': _name(node), 'group': _show(group),
-                            'hw': driver}))
         match = node_match(pmap, node) if pmap else None
         if match is None:
             continue

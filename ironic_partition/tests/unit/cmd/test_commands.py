@@ -87,6 +87,16 @@ class TestStatus(CommandTestCase):
         self.assertIn('nova-manage db ironic_compute_node_move', text)
         self.assertIn('--down a2', text)
 
+    def test_no_alive_conductor_is_advice(self):
+        for conductor in self.client.conductors:
+            conductor['alive'] = False
+        doc = status.to_dict(status.gather(self.conf, 'agent', self.HOSTS))
+        self.assertEqual({'alive': [], 'dead': ['c1']}, doc['conductors'])
+        [line] = [a for a in status.advice(doc) if 'conductor' in a]
+        self.assertIn("No conductor of conductor group rack1 is alive "
+                      "(dead: c1): Ironic cannot deploy, power or clean the "
+                      "40 nodes of the group", line)
+
     def test_change_feed_state(self):
         # The fakes have no change feed: said, with the reason.
         doc = status.to_dict(status.gather(self.conf, 'agent', self.HOSTS))

@@ -119,6 +119,21 @@ class TestAudit(base.TestCase):
         self.assertIn("'rack9'", findings[1].message)
         self.assertIn("'ipmi'", findings[2].message)
 
+    def test_not_served_past_a_handful_is_one_finding_per_group(self):
+        # A rack of nodes in a group without an alive conductor: one
+        # sentence with the count and the first few, not one per node.
+        nodes = [_node('n%04d' % i, 'rack3') for i in range(10000)]
+        nodes.append(_node('lone', 'rack9'))
+        findings = audit.audit(MAP, nodes, CONDUCTORS)
+        self.assertEqual([('served', 'n0000'), ('served', 'lone')],
+                         [(f.kind, f.node) for f in findings])
+        self.assertIn("10000 nodes are in conductor group 'rack3'",
+                      findings[0].message)
+        self.assertIn('(the first: n0000, n0001, n0002, n0003, n0004)',
+                      findings[0].message)
+        self.assertNotIn('n0005', findings[0].message)
+        self.assertIn('Node lone is in conductor group', findings[1].message)
+
     def test_empty_map_still_checks_served(self):
         self.assertEqual(
             [('served', 'x')],
