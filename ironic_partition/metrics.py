@@ -146,11 +146,12 @@ class Metrics(object):
             'When the last ready refresh ended (Unix time).')
         self.nodes_reported = gauge(
             'ironic_partition_nodes_reported',
-            'Nodes the last ready refresh reported.')
+            'Nodes this service reports: those of the last ready '
+            'refresh, 0 while it is not ready or fenced.')
         self.nodes_claimed = gauge(
             'ironic_partition_nodes_claimed',
             'Nodes this service held a valid claim on after the last '
-            'claim round.')
+            'claim round, 0 while it is not ready or fenced.')
         self.nodes_stranded = gauge(
             'ironic_partition_nodes_stranded',
             'Nodes of the partition whose instance\'s owner is dead: '
@@ -228,6 +229,13 @@ class Metrics(object):
         self.ready.labels(*labels).set(0)
         self.fences.labels(*labels)
         self.duplicate_refusals.labels(*labels)
+        # NOTE(ironic-partition): every series a dashboard sums or rates
+        # exists from the start, at 0, not from its first event.
+        self.nodes_reported.labels(*labels).set(0)
+        for reason in REASONS:
+            self.not_ready_refreshes.labels(*labels, reason)
+        if claims is not None:
+            self.nodes_claimed.labels(*labels).set(0)
         if claims is not None:
             self.lease_left.labels(*labels).set_function(self._lease_left)
             self.fenced.labels(*labels).set_function(
@@ -296,9 +304,18 @@ class Metrics(object):
         self.state = (STANDBY if isinstance(error, exception.DuplicateService)
                       else NOT_READY)
         self.ready.labels(*labels).set(0)
+        self._reports_nothing(labels)
         self.not_ready_reason.clear()
         self.not_ready_reason.labels(*labels, reason).set(1)
         self.not_ready_refreshes.labels(*labels, reason).inc()
+
+    def _reports_nothing(self, labels):
+        # NOTE(ironic-partition): not ready or fenced, this service reports
+        # no node and its claims prove nothing: a dashboard summing these
+        # over a group must not count nodes nobody reports.
+        self.nodes_reported.labels(*labels).set(0)
+        if self._claims is not None:
+            self.nodes_claimed.labels(*labels).set(0)
 
     def fenced_now(self):
         """Count a fence (from the lease timer).
@@ -306,6 +323,7 @@ class Metrics(object):
         :returns: None
         """
         self.fences.labels(*self._labels).inc()
+        self._reports_nothing(self._labels)
 
     def duplicate_refused(self):
         """Count a start refused for a duplicate host name.

@@ -13,7 +13,9 @@
 #    under the License.
 
 import datetime
+import functools
 import socket
+from unittest import mock
 import urllib.error
 import urllib.request
 
@@ -121,6 +123,37 @@ class TestMetrics(base.TestCase):
         self.metrics.fenced_now()
         self.assertEqual(1, value(
             self.registry, 'ironic_partition_fences_total', **RACK1))
+
+    def test_counts_exist_at_zero_before_any_event(self):
+        # A dashboard's sum and rate() need the series from the start.
+        self.assertEqual(0, value(
+            self.registry, 'ironic_partition_nodes_reported', **RACK1))
+        self.assertEqual(0, value(
+            self.registry, 'ironic_partition_nodes_claimed', **RACK1))
+        for reason in metrics.REASONS:
+            self.assertEqual(0, value(
+                self.registry, 'ironic_partition_not_ready_refreshes_total',
+                reason=reason, **RACK1), reason)
+
+    def test_nothing_counted_as_reported_while_fenced_or_not_ready(self):
+        result = mock.Mock(nodes=['n1', 'n2', 'n3'],
+                           claims=mock.Mock(held=['n1', 'n2'], seconds=0.1),
+                           metrics=mock.Mock(seconds=0.2, full=True,
+                                             api_calls=1),
+                           membership=mock.Mock(outside=()))
+        result.ownership.stranded = ()
+        reported = functools.partial(
+            value, self.registry, 'ironic_partition_nodes_reported', **RACK1)
+        claimed = functools.partial(
+            value, self.registry, 'ironic_partition_nodes_claimed', **RACK1)
+        self.metrics.refreshed(result)
+        self.assertEqual((3, 2), (reported(), claimed()))
+        self.metrics.fenced_now()
+        self.assertEqual((0, 0), (reported(), claimed()))
+        self.metrics.refreshed(result)
+        self.metrics.not_ready(exception.PartitionNotReady(
+            kind='claims', reason='x'))
+        self.assertEqual((0, 0), (reported(), claimed()))
 
     def test_database_clock_step_and_the_margin_in_force(self):
         self.assertEqual(0, value(
