@@ -88,8 +88,8 @@ class TestStatus(CommandTestCase):
         self.assertIn('--down a2', text)
 
     def test_no_alive_conductor_is_advice(self):
-        for conductor in self.client.conductors:
-            conductor['alive'] = False
+        self.client.conductors = [dict(c, alive=False)
+                                  for c in self.client.conductors]
         doc = status.to_dict(status.gather(self.conf, 'agent', self.HOSTS))
         self.assertEqual({'alive': [], 'dead': ['c1']}, doc['conductors'])
         [line] = [a for a in status.advice(doc) if 'conductor' in a]
