@@ -157,8 +157,18 @@ class DatabaseConnectionFailed(MembershipError):
     """The membership database cannot be reached."""
 
     msg_fmt = _("Cannot connect to the membership database %(connection)s "
-                "(set by [ironic_partition_database] connection): "
-                "%(reason)s")
+                "(%(source)s): %(reason)s")
+
+    def __init__(self, message=None, **kwargs):
+        if 'source' not in kwargs:
+            # NOTE(ironic-partition): a SQLite file may be the option's
+            # default, which the operator never set: say so.
+            kwargs['source'] = (
+                _('[ironic_partition_database] connection, or its default: '
+                  'a SQLite file under [ironic_partition] state_path')
+                if str(kwargs.get('connection', '')).startswith('sqlite')
+                else _('set by [ironic_partition_database] connection'))
+        super().__init__(message, **kwargs)
 
 
 class DatabaseNotMigrated(MembershipError):

@@ -227,12 +227,53 @@ class Command(CommandBase, command.Command):
     """A command that prints no listing; ``take_action`` returns the code."""
 
 
+#: The formatters scripts read word by word: in them a list or a mapping
+#: is printed flat (:func:`flat`), never as a Python repr.
+FLAT_FORMATTERS = ('value', 'shell', 'csv')
+
+
+def flat(value):
+    """A value as one line a script can split, for ``-f value|shell|csv``.
+
+    A list is comma-joined (``a1,a2``), a mapping ``key=value`` pairs
+    joined by ``;`` (its lists comma-joined), a list of mappings those
+    joined by spaces, None empty; anything else is left as it is.
+
+    :param value: a cell: a ``FormattableColumn`` or a plain value.
+    :returns: a string, or the value unchanged.
+    """
+    if isinstance(value, columns.FormattableColumn):
+        value = value.machine_readable()
+    if value is None:
+        return ''
+    if isinstance(value, dict):
+        return ';'.join('%s=%s' % (k, _flat_item(v))
+                        for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value)
+        if any(isinstance(v, dict) for v in items):
+            return ' '.join(flat(v) for v in items)
+        return ','.join(_flat_item(v) for v in items)
+    return value
+
+
+def _flat_item(value):
+    if isinstance(value, dict):
+        return '{%s}' % flat(value)
+    return str(flat(value))
+
+
 class Lister(CommandBase, lister.Lister):
     """A command that prints rows.
 
     ``take_action`` returns ``(columns, rows)``; it may set
     ``self.exit_code``.
     """
+
+    def produce_output(self, parsed_args, column_names, data):
+        if parsed_args.formatter in FLAT_FORMATTERS:
+            data = [tuple(flat(cell) for cell in row) for row in data]
+        return super().produce_output(parsed_args, column_names, data)
 
 
 class ShowOne(CommandBase, show.ShowOne):
@@ -241,6 +282,11 @@ class ShowOne(CommandBase, show.ShowOne):
     ``take_action`` returns ``(columns, values)``; it may set
     ``self.exit_code``.
     """
+
+    def produce_output(self, parsed_args, column_names, data):
+        if parsed_args.formatter in FLAT_FORMATTERS:
+            data = tuple(flat(cell) for cell in data)
+        return super().produce_output(parsed_args, column_names, data)
 
 
 def none_as_dash(value):

@@ -42,8 +42,7 @@ LOG = logging.getLogger(__name__)
 def _upgrade(conf, out):
     connection = settings_mod.database_settings(conf).connect()
     try:
-        before = connection.schema_revision()
-        after = connection.upgrade(conf.command.revision)
+        before, after = connection.upgrade_from(conf.command.revision)
     finally:
         connection.dispose()
     if before == after:
@@ -121,6 +120,12 @@ def main(argv=None, conf=None, out=None):
             raise
         # NOTE(ironic-partition): argparse printed its one line.
         return 1
+    # NOTE(ironic-partition): stdout carries the result only; what the
+    # migrations log goes to stderr, never to the service's log file.
+    for name, value in (('use_stderr', True), ('log_file', None),
+                        ('log_dir', None), ('use_syslog', False),
+                        ('use_journal', False)):
+        conf.set_override(name, value)
     logging.setup(conf, 'ironic-partition')
     try:
         return conf.command.func(conf, out)

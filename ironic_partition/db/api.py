@@ -284,6 +284,14 @@ class Connection(object):
         """
         return migration.upgrade(self.engine, revision)
 
+    def upgrade_from(self, revision='head'):
+        """Upgrade the schema (idempotent), saying from which revision.
+
+        :param revision: the target revision.
+        :returns: ``(before, after)``, read under the upgrade lock.
+        """
+        return migration.upgrade_from(self.engine, revision)
+
     def ensure_schema(self, upgrade=True):
         """Check the schema, upgrading an embedded SQLite database.
 

@@ -143,6 +143,20 @@ def upgrade(engine, revision='head'):
     :param revision: the target revision, ``head`` by default.
     :returns: the revision the database is at afterwards.
     """
+    return upgrade_from(engine, revision)[1]
+
+
+def upgrade_from(engine, revision='head'):
+    """Upgrade the schema, and say from which revision, read under the lock.
+
+    Two hosts upgrading at once are serialised: the second reads the
+    revision the first left, so only one says it upgraded.
+
+    :param engine: a SQLAlchemy engine.
+    :param revision: the target revision, ``head`` by default.
+    :returns: ``(before, after)``: the revisions before (None for an empty
+        database) and after.
+    """
     with _ALEMBIC_LOCK, engine.connect() as conn:
         with _upgrade_lock(conn):
             conn.commit()
@@ -161,7 +175,7 @@ def upgrade(engine, revision='head'):
                  'to %(after)s', {'before': before, 'after': after})
     else:
         LOG.debug('Membership database schema already at %s', after)
-    return after
+    return before, after
 
 
 def metadata():

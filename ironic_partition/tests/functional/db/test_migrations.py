@@ -15,6 +15,8 @@
 """Migrations on SQLite, PostgreSQL and MariaDB, and models agreement."""
 
 import io
+import subprocess
+import sys
 import threading
 
 import fixtures
@@ -59,11 +61,12 @@ class TestMigrations(base.DatabaseTestCase):
 
     def test_concurrent_upgrades(self):
         errors = []
+        seen = []
 
         def run():
             conn = db_api.Connection(self.url)
             try:
-                conn.upgrade()
+                seen.append(conn.upgrade_from())
             except Exception as exc:
                 errors.append(exc)
             finally:
@@ -75,8 +78,27 @@ class TestMigrations(base.DatabaseTestCase):
         for t in threads:
             t.join()
         self.assertEqual([], errors)
-        self.assertEqual(migration.head_revision(),
-                         self.connection.schema_revision())
+        head = migration.head_revision()
+        self.assertEqual(head, self.connection.schema_revision())
+        # Read under the lock: exactly one upgraded from an empty database,
+        # the others found it at head ("already at revision").
+        self.assertEqual(sorted([(None, head), (head, head), (head, head)],
+                                key=str), sorted(seen, key=str))
+
+    def test_dbsync_prints_only_its_result_on_stdout(self):
+        conf_file = self.useFixture(fixtures.TempDir()).join('ip.conf')
+        with open(conf_file, 'w') as f:
+            f.write('[ironic_partition_database]\nconnection = %s\n'
+                    % self.url)
+        proc = subprocess.run(
+            [sys.executable, '-m', 'ironic_partition.cmd.dbsync',
+             '--config-file', conf_file, 'upgrade'],
+            capture_output=True, text=True, timeout=120)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        [line] = proc.stdout.splitlines()
+        self.assertTrue(line.startswith('Upgraded membership database '),
+                        line)
+        self.assertIn('Running upgrade', proc.stderr)
 
     def test_timestamps_keep_sub_second_precision(self):
         self.connection.upgrade()

@@ -15,8 +15,11 @@
 """Tables, fields, JSON and progress of the CLI."""
 
 import io
+import json
+from unittest import mock
 
 from ironic_partition.cmd import _output
+from ironic_partition.cmd import base as base_cmd
 from ironic_partition.tests import base
 
 
@@ -76,3 +79,46 @@ class TestProgress(base.TestCase):
         self.assertEqual('', detail())
         client.last_calls = 3
         self.assertEqual('3 pages, up to 3000 nodes', detail())
+
+
+class _Record(base_cmd.ShowOne):
+
+    DOC = {'host': 'cn1', 'count': 3, 'passed': None,
+           'peer_list': ['cn1', 'cn2'],
+           'peers': {'live': ['cn1'], 'dead': [], 'stale': False},
+           'managed': [{'uuid': 'n1', 'name': None},
+                       {'uuid': 'n2', 'name': 'b'}]}
+
+    def take_action(self, parsed_args):
+        return base_cmd.record(self.DOC)
+
+
+class TestScriptOutput(base.TestCase):
+    """-f value, shell and csv: flat values, never Python reprs."""
+
+    def run_record(self, *argv):
+        out = io.StringIO()
+        app = mock.Mock(stdout=out, stderr=io.StringIO(), options=mock.Mock(
+            debug=False))
+        command = _Record(app, mock.Mock(debug=False))
+        parsed = command.get_parser('test').parse_args(list(argv))
+        command.run(parsed)
+        return out.getvalue()
+
+    def test_value(self):
+        self.assertEqual(
+            'cn1\n3\n\ncn1,cn2\nlive=cn1;dead=;stale=False\n'
+            'uuid=n1;name= uuid=n2;name=b\n', self.run_record('-f', 'value'))
+        self.assertEqual('cn1,cn2\n', self.run_record('-f', 'value', '-c',
+                                                      'peer_list'))
+
+    def test_shell(self):
+        out = self.run_record('-f', 'shell', '-c', 'peer_list', '-c',
+                              'peers')
+        self.assertIn('peer_list="cn1,cn2"', out)
+        self.assertIn('peers="live=cn1;dead=;stale=False"', out)
+        self.assertNotIn('[', out)
+
+    def test_json_keeps_the_structure(self):
+        out = self.run_record('-f', 'json', '-c', 'peer_list')
+        self.assertEqual({'peer_list': ['cn1', 'cn2']}, json.loads(out))
