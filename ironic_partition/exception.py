@@ -168,6 +168,17 @@ class DatabaseConnectionFailed(MembershipError):
                   'a SQLite file under [ironic_partition] state_path')
                 if str(kwargs.get('connection', '')).startswith('sqlite')
                 else _('set by [ironic_partition_database] connection'))
+        reason = str(kwargs.get('reason', ''))
+        if reason.startswith(('ModuleNotFoundError', 'ImportError',
+                              'NoSuchModuleError')):
+            # NOTE(ironic-partition): the URL names a driver that is not
+            # installed; SQLAlchemy 2.1 reads a bare postgresql:// as
+            # psycopg 3, which the postgresql extra does not install.
+            kwargs['reason'] = _(
+                '%s. The URL\'s database driver is not installed: use '
+                'mysql+pymysql:// (pip install \'ironic-partition[mysql]\') '
+                'or postgresql+psycopg2:// (pip install '
+                '\'ironic-partition[postgresql]\')') % reason
         super().__init__(message, **kwargs)
 
 

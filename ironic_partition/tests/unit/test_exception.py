@@ -33,3 +33,11 @@ class TestDatabaseConnectionFailed(base.TestCase):
             connection='mysql+pymysql://u:***@db/ip', reason='refused')
         self.assertIn('(set by [ironic_partition_database] connection): '
                       'refused', str(e))
+
+    def test_a_driver_not_installed_names_the_url_forms(self):
+        e = exception.DatabaseConnectionFailed(
+            connection='postgresql://u:***@db/ip',
+            reason="ModuleNotFoundError: No module named 'psycopg'")
+        self.assertIn("No module named 'psycopg'. The URL's database driver "
+                      "is not installed: use mysql+pymysql://", str(e))
+        self.assertIn('postgresql+psycopg2://', str(e))
