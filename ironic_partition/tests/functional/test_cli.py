@@ -454,6 +454,48 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         self.assertEqual(_errors.EXIT_PROBLEMS, code)
         self.assertIn('problem Cannot connect to the membership database',
                       proc.stdout)
+        # The upgrade check: the database row fails, and the row that
+        # needs the services list says it was not checked, not Success.
+        code, checks = self.upgrade_check(path, '--role', 'agent')
+        self.assertEqual(2, code)
+        self.assertEqual(2, checks['Membership and claims database']
+                         ['result'])
+        served = checks['Conductor groups and shards served']
+        self.assertEqual(1, served['result'], served)
+        self.assertIn('Not checked whether a live agent service lists each '
+                      'conductor group', served['details'])
+
+    def test_console_scripts_file_errors(self):
+        # A file that is missing or does not parse, a bad --role: one line
+        # and the documented code, for each console script.
+        missing = os.path.join(self.workdir, 'missing.conf')
+        bad = write_conf(os.path.join(self.workdir, 'unparsable.conf'), {})
+        with open(bad, 'a') as stream:
+            stream.write('not an assignment\n')
+        scripts = {
+            'ironic-partition-status': (['upgrade', 'check'], 255),
+            'ironic-partition-dbsync': (['upgrade'], 1),
+            'ironic-partition': (['status'], _errors.EXIT_CONFIG),
+        }
+        for script, (command, code) in scripts.items():
+            for args in (['--config-file', missing],
+                         ['--config-file', bad]):
+                proc = subprocess.run(
+                    [harness.process.bin_path(script)] + args + command,
+                    capture_output=True, text=True, timeout=120,
+                    env=cli_env(), stdin=subprocess.DEVNULL)
+                self.assertEqual(code, proc.returncode,
+                                 (script, args, proc.stderr))
+                self.assertEqual(1, len(proc.stderr.splitlines()),
+                                 (script, args, proc.stderr))
+                self.assertIn(args[1], proc.stderr)
+                self.assertNotIn('Traceback', proc.stderr)
+        proc = subprocess.run(
+            [harness.process.bin_path('ironic-partition-status'), '--role',
+             'foo', 'upgrade', 'check'], capture_output=True, text=True,
+            timeout=120, env=cli_env(), stdin=subprocess.DEVNULL)
+        self.assertEqual(255, proc.returncode, proc.stderr)
+        self.assertIn('argument --role', proc.stderr)
 
     def test_malformed_config(self):
         path = os.path.join(self.workdir, 'malformed.conf')
