@@ -151,6 +151,7 @@ class PartitionMixin(object):
         self.partition_nodes = {}
         self._partition_started = False
         self._partition_stopped = False
+        self._partition_joined = False
         self._partition_lock = threading.Lock()
         conf.register_mutate_hook(self._partition_mutated)
 
@@ -180,6 +181,7 @@ class PartitionMixin(object):
                 self._partition_serve_metrics()
                 try:
                     self.partition_membership.start()
+                    self._partition_joined = True
                     self.partitioner.start()
                 except exception.DuplicateService:
                     self.partition_metrics.duplicate_refused()
@@ -199,22 +201,30 @@ class PartitionMixin(object):
         :returns: None
         """
         with self._partition_lock:
+            # NOTE(ironic-partition): the latch closes whether or not the
+            # partition ever started: a start that was not ready (the
+            # claims database down, a previous process's heartbeat) must
+            # not register or claim once nova is stopping this process.
+            self._partition_stopped = True
+            self.partition_nodes = {}
+            hand_over = self.partitioner.settings.hand_over_on_stop
+            if hand_over is None:
+                hand_over = self.partition_hand_over_default
             if self._partition_started:
                 self._partition_started = False
-                self._partition_stopped = True
-                self.partition_nodes = {}
-                hand_over = self.partitioner.settings.hand_over_on_stop
-                if hand_over is None:
-                    hand_over = self.partition_hand_over_default
                 try:
                     self.partitioner.stop(release=hand_over)
                 except Exception:
                     LOG.exception('Releasing the ownership claims failed')
+            if self._partition_joined:
+                # NOTE(ironic-partition): also after a start that joined
+                # the membership and then failed: its heartbeat runs.
+                self._partition_joined = False
                 try:
                     self.partition_membership.stop(leave=hand_over)
                 except Exception:
                     LOG.exception('Stopping the membership backend failed')
-                self.partition_metrics.stop()
+            self.partition_metrics.stop()
 
     def _partition_serve_metrics(self):
         settings = self.partitioner.settings

@@ -13,6 +13,7 @@
 #    under the License.
 
 import os
+from unittest import mock
 
 import fixtures
 from oslo_config import cfg
@@ -130,8 +131,6 @@ class TestPartitionMixin(base.TestCase):
                          self.driver.partitioner.settings.partition_key)
 
     def test_stop_never_raises_and_is_idempotent(self):
-        self.driver.partition_stop()
-        self.assertEqual(0, self.membership.stopped)
         self.driver.partition_start()
         self.driver.partition_stop()
         self.driver.partition_stop()
@@ -139,6 +138,32 @@ class TestPartitionMixin(base.TestCase):
         self.assertTrue(self.membership.left)
         self.assertIn('Stopping the membership backend failed',
                       self.logger.output)
+
+    def test_a_stop_before_any_start_closes_the_latch(self):
+        # nova may stop a process whose partition never started (its claims
+        # database was down): nothing may register or claim afterwards.
+        self.driver.partition_stop()
+        self.assertEqual(0, self.membership.stopped)
+        e = self.assertRaises(exception.PartitionNotReady,
+                              self.driver.partition_start)
+        self.assertEqual('stopped', e.kind)
+        self.assertEqual(0, self.membership.started)
+
+    def test_a_stop_after_a_start_that_failed_half_way(self):
+        # The membership joined (its heartbeat runs), then the claims did
+        # not start: the stop still stops the heartbeat.
+        failing = exception.PartitionNotReady(reason='claims down',
+                                              kind='claims')
+        with mock.patch.object(self.driver.partitioner, 'start', autospec=True,
+                               side_effect=failing):
+            self.assertRaises(exception.PartitionNotReady,
+                              self.driver.partition_start)
+        self.assertEqual(1, self.membership.started)
+        self.driver.partition_stop()
+        self.assertEqual(1, self.membership.stopped)
+        self.assertRaises(exception.PartitionNotReady,
+                          self.driver.partition_start)
+        self.assertEqual(1, self.membership.started)
 
     def test_refresh_after_stop_does_not_start_again(self):
         # nova calls cleanup_host before its periodic tasks end: a refresh
