@@ -78,6 +78,7 @@ import nova.conf
 from nova import context as nova_context
 from nova import exception as nova_exception
 from nova import objects
+from nova.servicegroup import api as servicegroup
 from nova.virt.ironic import driver as ironic_driver
 from openstack import exceptions as sdk_exc
 from oslo_log import log as logging
@@ -139,6 +140,10 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         #: Whether this process handed nova a node list yet.
         self._reported = False
         self._first_check = None
+        #: When this process started, by the clock nova stamps heartbeats
+        #: with, and when its first heartbeat since was seen.
+        self._started_at = timeutils.utcnow(with_timezone=True)
+        self._heartbeat_seen = None
         self.partition_setup(conf)
 
     def partition_outside_view(self, settings, membership):
@@ -311,8 +316,12 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         started at the same moment all pass that check; once this service
         has its record they are told apart so that exactly one serves:
 
-        * before its first report, a compute waits one ``report_interval``
-          (every compute started with it is then up in nova), and waits
+        * before its first report, a compute waits for its own first
+          heartbeat in nova's service group (a restarted compute is up in
+          nova only from its first heartbeat, sent
+          ``INITIAL_REPORTING_DELAY`` seconds after it starts), then one
+          ``report_interval`` (every compute started with it is then up in
+          nova), and waits
           while a compute with a lower service id (nova gives ids in the
           order records are created), created within
           ``service_down_time``, has no compute node yet: it may be about
@@ -345,7 +354,8 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             up, reporting = self._liveness(ctxt, svc)
             if up or reporting:
                 live[svc.host.lower()] = (svc, reporting)
-        mine = None if starting else self._own_service_id(ctxt)
+        own = None if starting else self._own_service(ctxt)
+        mine = own.id if own is not None else None
         if mine is not None:
             live = {host: (svc, reporting)
                     for host, (svc, reporting) in live.items()
@@ -365,15 +375,29 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             return None
         if self._first_check is None:
             self._first_check = time.monotonic()
-        waited = time.monotonic() - self._first_check
+        if self._heartbeat_seen is None:
+            if not self._heartbeat_since_start(own):
+                return _WaitForRival(
+                    'this compute waits for its first heartbeat in nova\'s '
+                    'service group (nova sends it %s s after the service '
+                    'starts, %.0f s so far) before its first report: '
+                    'computes restarted with it are only up in nova from '
+                    'theirs. With a SQLite claims database '
+                    '([ironic_partition_database] connection) and no '
+                    'conductor group nor shard only one compute may serve'
+                    % (servicegroup.INITIAL_REPORTING_DELAY,
+                       time.monotonic() - self._first_check))
+            self._heartbeat_seen = time.monotonic()
+        waited = time.monotonic() - self._heartbeat_seen
         if waited < CONF.report_interval:
             return _WaitForRival(
                 'this compute waits one [DEFAULT] report_interval (%s s, '
-                '%.0f s so far) before its first report, so that computes '
-                'started with it are up in nova\'s service group: with a '
-                'SQLite claims database ([ironic_partition_database] '
-                'connection) and no conductor group nor shard only one '
-                'compute may serve' % (CONF.report_interval, waited))
+                '%.0f s so far) after its first heartbeat before its first '
+                'report, so that computes started with it are up in nova\'s '
+                'service group: with a SQLite claims database '
+                '([ironic_partition_database] connection) and no conductor '
+                'group nor shard only one compute may serve'
+                % (CONF.report_interval, waited))
         since = timeutils.utcnow(with_timezone=True) - datetime.timedelta(
             seconds=CONF.service_down_time)
         fresh = sorted(
@@ -393,13 +417,35 @@ class IronicPartitionDriver(mixin.PartitionMixin,
                 % ', '.join(fresh))
         return None
 
-    def _own_service_id(self, ctxt):
-        """This service's id in nova, or None before it has a record."""
+    def _own_service(self, ctxt):
+        """This service's record in nova, or None before it has one."""
         try:
-            return objects.Service.get_by_compute_host(
-                ctxt, self._nova_host).id
+            return objects.Service.get_by_compute_host(ctxt, self._nova_host)
         except nova_exception.ComputeHostNotFound:
             return None
+
+    def _heartbeat_since_start(self, service):
+        """Whether nova's service group has heard from this process.
+
+        A restarted nova-compute keeps its record, and is up in nova only
+        from its first heartbeat, sent ``INITIAL_REPORTING_DELAY`` seconds
+        after it starts: until this process's own first heartbeat, a
+        compute restarted with it may not be visible yet. With nova's
+        database driver the heartbeat is ``last_seen_up``, stamped by this
+        host's clock like :attr:`_started_at`; with another driver, the
+        service group's own answer.
+
+        :param service: this service's nova ``Service``.
+        :returns: a bool.
+        """
+        if CONF.servicegroup_driver == 'db':
+            seen = service.last_seen_up
+            if seen is None:
+                return False
+            if seen.tzinfo is None:
+                seen = seen.replace(tzinfo=datetime.timezone.utc)
+            return seen >= self._started_at
+        return self.servicegroup_api.service_is_up(service)
 
     def _liveness(self, ctxt, service):
         """Whether another compute service is up, and reports: fail closed.

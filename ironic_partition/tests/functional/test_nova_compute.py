@@ -874,7 +874,10 @@ class UnpartitionedDefaultsLaneTest(_Lane):
                          'solo down in nova', interval=1)
         hosts = ['together-1', 'together-2', 'together-3']
         for host in hosts:
-            self.nova.add_compute(host, start=False)
+            compute = self.nova.add_compute(host, start=False)
+            self.addDetail('log-nova-compute-%s' % host,
+                           content.content_from_file(compute.log_path,
+                                                     buffer_now=False))
         rounds = int(os.environ.get('IRONIC_PARTITION_TEST_TOGETHER_ROUNDS',
                                     2))
         winners = []

@@ -289,12 +289,18 @@ class NovaDriverTestCase(_IronicTestCase):
             self.ironic.endpoint, {
                 ('ironic_partition', 'state_path'): self.useFixture(
                     fixtures.TempDir()).path}))
-        # Alone: it starts and, one report_interval later (so that computes
-        # started with it are up in nova), reports every node, as nova's
-        # driver does.
+        # Alone: it starts and, one report_interval after its first
+        # heartbeat (so that computes started with it are up in nova),
+        # reports every node, as nova's driver does.
         novaconf.config(report_interval=1)
         driver = self._driver(novaconf, host)
         everything = set().union(*self.groups.values())
+        e = self.assertRaises(nova_exception.VirtDriverNotReady,
+                              driver.get_available_nodes)
+        self.assertIn('waits for its first heartbeat', str(e))
+        # NOTE(ironic-partition): nova-compute's service group would send
+        # it; this in-process driver has none.
+        nova_env.set_up(host, True)
         e = self.assertRaises(nova_exception.VirtDriverNotReady,
                               driver.get_available_nodes)
         self.assertIn('waits one [DEFAULT] report_interval', str(e))
