@@ -371,8 +371,19 @@ class IronicPartitionDriver(mixin.PartitionMixin,
                 % ', '.join(sorted(live)),
                 _('every compute'),
                 _('give each compute its own conductor group or shard'))
-        if mine is None or self._reported:
+        if starting or self._reported:
             return None
+        if mine is None:
+            # NOTE(ironic-partition): nova creates a new service's record
+            # after init_host, whose own listing (list_instance_uuids)
+            # comes here first: without a record this compute cannot be
+            # told apart from computes started with it yet.
+            return _WaitForRival(
+                'this compute has no service record in nova yet (nova '
+                'creates it after init_host): with a SQLite claims database '
+                '([ironic_partition_database] connection) and no conductor '
+                'group nor shard only one compute may serve, and which one '
+                'is told by the records')
         if self._first_check is None:
             self._first_check = time.monotonic()
         if self._heartbeat_seen is None:
