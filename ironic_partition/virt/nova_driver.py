@@ -321,11 +321,10 @@ class IronicPartitionDriver(mixin.PartitionMixin,
           nova only from its first heartbeat, sent
           ``INITIAL_REPORTING_DELAY`` seconds after it starts), then one
           ``report_interval`` (every compute started with it is then up in
-          nova), and waits
-          while a compute with a lower service id (nova gives ids in the
-          order records are created), created within
-          ``service_down_time``, has no compute node yet: it may be about
-          to report;
+          nova), and waits while a compute with a lower service id (nova
+          gives ids in the order records are created) is up in nova with
+          no compute node at all: it is in its first pass, and may be
+          about to report;
         * a compute that has not reported yet is refused by a live Ironic
           compute with a lower id, or by one with a higher id that is
           reporting (it wrote its compute nodes within
@@ -409,24 +408,34 @@ class IronicPartitionDriver(mixin.PartitionMixin,
                 '([ironic_partition_database] connection) and no conductor '
                 'group nor shard only one compute may serve'
                 % (CONF.report_interval, waited))
-        since = timeutils.utcnow(with_timezone=True) - datetime.timedelta(
-            seconds=CONF.service_down_time)
+        # NOTE(ironic-partition): a compute up in nova with no compute node
+        # at all is in its first resource-tracker pass (an Ironic compute
+        # about to report, or any other starting one): one with a lower id
+        # would win, so wait for its first node or for it to go down.
         fresh = sorted(
             svc.host.lower() for svc in objects.ServiceList.get_by_binary(
                 ctxt, 'nova-compute', include_disabled=True)
             if svc.host.lower() not in me and svc.id < mine and
-            svc.created_at is not None and svc.created_at >= since and
-            self.servicegroup_api.service_is_up(svc))
+            self.servicegroup_api.service_is_up(svc) and
+            not self._has_compute_node(ctxt, svc.host))
         if fresh:
             return _WaitForRival(
-                'nova-compute services started with this one and created '
-                'before it (%s) have no compute node yet: with a SQLite '
+                'nova-compute services up in nova with a lower service id '
+                'than this one (%s) have no compute node yet: with a SQLite '
                 'claims database ([ironic_partition_database] connection) '
                 'and no conductor group nor shard only one compute may '
                 'serve, so this one waits for them to report (it is then '
-                'refused) or to turn out not to be Ironic computes'
-                % ', '.join(fresh))
+                'refused), to turn out not to be Ironic computes, or to go '
+                'down' % ', '.join(fresh))
         return None
+
+    @staticmethod
+    def _has_compute_node(ctxt, host):
+        """Whether a compute service has any compute node record."""
+        try:
+            return bool(objects.ComputeNodeList.get_all_by_host(ctxt, host))
+        except nova_exception.ComputeHostNotFound:
+            return False
 
     def _own_service(self, ctxt):
         """This service's record in nova, or None before it has one."""
