@@ -36,7 +36,12 @@ from ironic_partition.membership import base as membership_base
 LOG = logging.getLogger(__name__)
 
 
-def _sqlite_file(connection):
+def sqlite_file(connection):
+    """The absolute path of a SQLite URL's file, or None for any other URL.
+
+    :param connection: a SQLAlchemy URL.
+    :returns: a path or None.
+    """
     try:
         url = sa_url.make_url(connection)
     except Exception:
@@ -59,7 +64,7 @@ def check_database(db):
     :raises DatabaseNotMigrated: its schema is missing or old.
     :raises DatabaseTooNew: its schema is newer than this code.
     """
-    path = _sqlite_file(db.connection)
+    path = sqlite_file(db.connection)
     if path is not None and not os.path.exists(path):
         raise exception.DatabaseConnectionFailed(
             connection=db.masked_connection,

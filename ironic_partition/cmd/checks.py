@@ -63,6 +63,7 @@ not change the exit code.
 """
 
 import collections
+import os
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -198,26 +199,33 @@ def _check_database(conf, settings, role, report):
     local = _local_database_error(settings, role)
     if local is not None:
         report.problem('database', _errors.describe_error(local, conf))
-        return None
+        # NOTE(ironic-partition): the row failed; an existing file is still
+        # read (read-only) for the peers' check, a missing one is not
+        # blamed a second time.
+        path = readonly.sqlite_file(settings.database.connection)
+        if path is None or not os.path.exists(path):
+            return None
     try:
         backend = readonly.open_membership(settings, role)
     except exception.IronicPartitionException as e:
-        report.problem('database', e)
+        if local is None:
+            report.problem('database', e)
         return None
     try:
         membership = readonly.read_members(backend, settings)
         db = getattr(getattr(backend, 'store', None), 'db', None)
         if db is not None:
-            report.ok('database')
             _check_duplicates(db, role, report)
             report.services = db.services.services(
                 role, conf[partition_conf.GROUP].service_down_time).services
     except exception.IronicPartitionException as e:
-        report.problem('database', e)
+        if local is None:
+            report.problem('database', e)
         return None
     finally:
         readonly.close_membership(backend)
-    report.ok('database')
+    if local is None:
+        report.ok('database')
     return membership
 
 

@@ -114,9 +114,10 @@ def write_conf(path, sections):
     """
     parser = configparser.ConfigParser(interpolation=None)
     for section, options in sections.items():
-        parser.add_section(section)
+        if section != configparser.DEFAULTSECT:
+            parser.add_section(section)
         for key, value in options.items():
-            parser.set(section, key, str(value))
+            parser[section][key] = str(value)
     with open(path, 'w') as stream:
         parser.write(stream)
     return path
