@@ -51,6 +51,7 @@ from ironic_partition.testing.nova_api import NovaAPIFixture
 from ironic_partition.testing.process import HarnessError
 from ironic_partition.testing.process import pids_alive
 from ironic_partition.testing.process import Service
+from ironic_partition.testing.process import skip_unless_long
 from ironic_partition.testing.process import wait_for
 from ironic_partition.testing.rabbit import RabbitVhostFixture
 from ironic_partition.testing.servers import ServerRecords
@@ -79,5 +80,6 @@ __all__ = [
     'ServerRecords',
     'Service',
     'set_instance_uuid',
+    'skip_unless_long',
     'wait_for',
 ]

@@ -133,6 +133,22 @@ def bin_path(name, bin_dir=None):
     return path
 
 
+#: The environment variable that runs the long lanes, which the README's
+#: test command leaves out (``tox -e functional-long`` sets it).
+LONG_ENV = 'IRONIC_PARTITION_TEST_LONG'
+
+
+def skip_unless_long(test):
+    """Skip a long lane unless ``IRONIC_PARTITION_TEST_LONG`` is set.
+
+    :param test: the running test case.
+    :returns: None
+    """
+    if not os.environ.get(LONG_ENV):
+        test.skipTest('a long lane: run with %s=1 (tox -e functional-long)'
+                      % LONG_ENV)
+
+
 def wait_for(predicate, timeout, what, interval=0.25, check=None):
     """Poll ``predicate`` until it returns a true value or time runs out.
 

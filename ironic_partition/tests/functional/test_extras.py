@@ -60,6 +60,7 @@ def _clean_env():
 class TestingExtraTest(base.BaseTestCase):
 
     def test_harness_runs_from_the_testing_extra_alone(self):
+        harness.skip_unless_long(self)
         tmp = self.useFixture(fixtures.TempDir()).path
         venv = os.path.join(tmp, 'venv')
         env = _clean_env()
