@@ -215,6 +215,8 @@ def _check_database(conf, settings, role, report):
         membership = readonly.read_members(backend, settings)
         db = getattr(getattr(backend, 'store', None), 'db', None)
         if db is not None:
+            if local is None:
+                report.ok('database')
             _check_duplicates(db, role, report)
             report.services = db.services.services(
                 role, conf[partition_conf.GROUP].service_down_time).services
