@@ -234,9 +234,8 @@ class ClaimManager(object):
             except exception.MembershipError:
                 raise
             except DATABASE_ERRORS as exc:
-                raise exception.DatabaseConnectionFailed(
-                    connection=self.store.masked_connection,
-                    reason='%s: %s' % (type(exc).__name__, exc))
+                raise exception.DatabaseConnectionFailed.from_error(
+                    self.store.masked_connection, exc)
         self._adopt()
         self.timer.start()
 

@@ -168,18 +168,29 @@ class DatabaseConnectionFailed(MembershipError):
                   'a SQLite file under [ironic_partition] state_path')
                 if str(kwargs.get('connection', '')).startswith('sqlite')
                 else _('set by [ironic_partition_database] connection'))
-        reason = str(kwargs.get('reason', ''))
-        if reason.startswith(('ModuleNotFoundError', 'ImportError',
-                              'NoSuchModuleError')):
+        super().__init__(message, **kwargs)
+
+    @classmethod
+    def from_error(cls, connection, error):
+        """The failure for an error the driver or the server raised.
+
+        :param connection: the masked connection URL.
+        :param error: the exception.
+        :returns: a :class:`DatabaseConnectionFailed`.
+        """
+        reason = '%s: %s' % (type(error).__name__,
+                             ' '.join(str(error).split()))
+        if (isinstance(error, ImportError) or
+                type(error).__name__ == 'NoSuchModuleError'):
             # NOTE(ironic-partition): the URL names a driver that is not
             # installed; SQLAlchemy 2.1 reads a bare postgresql:// as
             # psycopg 3, which the postgresql extra does not install.
-            kwargs['reason'] = _(
+            reason = _(
                 '%s. The URL\'s database driver is not installed: use '
                 'mysql+pymysql:// (pip install \'ironic-partition[mysql]\') '
                 'or postgresql+psycopg2:// (pip install '
                 '\'ironic-partition[postgresql]\')') % reason
-        super().__init__(message, **kwargs)
+        return cls(connection=connection, reason=reason)
 
 
 class DatabaseNotMigrated(MembershipError):

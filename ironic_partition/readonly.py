@@ -77,9 +77,8 @@ def check_database(db):
     except exception.MembershipError:
         raise
     except Exception as e:
-        raise exception.DatabaseConnectionFailed(
-            connection=db.masked_connection,
-            reason='%s: %s' % (type(e).__name__, ' '.join(str(e).split())))
+        raise exception.DatabaseConnectionFailed.from_error(
+            db.masked_connection, e)
 
 
 def open_membership(settings, role):

@@ -133,9 +133,8 @@ class DatabaseMembership(base.MembershipBackend):
     # Start and stop.
 
     def _connection_failed(self, exc):
-        return exception.DatabaseConnectionFailed(
-            connection=self.store.masked_connection,
-            reason='%s: %s' % (type(exc).__name__, exc))
+        return exception.DatabaseConnectionFailed.from_error(
+            self.store.masked_connection, exc)
 
     def start(self):
         """Check the database, take the host name, start heartbeating.

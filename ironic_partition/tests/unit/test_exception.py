@@ -35,9 +35,9 @@ class TestDatabaseConnectionFailed(base.TestCase):
                       'refused', str(e))
 
     def test_a_driver_not_installed_names_the_url_forms(self):
-        e = exception.DatabaseConnectionFailed(
-            connection='postgresql://u:***@db/ip',
-            reason="ModuleNotFoundError: No module named 'psycopg'")
+        e = exception.DatabaseConnectionFailed.from_error(
+            'postgresql://u:***@db/ip',
+            ModuleNotFoundError("No module named 'psycopg'"))
         self.assertIn("No module named 'psycopg'. The URL's database driver "
                       "is not installed: use mysql+pymysql://", str(e))
         self.assertIn('postgresql+psycopg2://', str(e))
