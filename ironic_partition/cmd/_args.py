@@ -14,7 +14,13 @@
 
 """The command-line arguments several commands share."""
 
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
 from ironic_partition._i18n import _
+from ironic_partition.cmd import _errors
 from ironic_partition import instance_owners
 from ironic_partition.membership import base as membership_base
 
@@ -47,3 +53,45 @@ def add_instance_hosts_argument(parser):
                '-f json". Nodes whose instance this host owns are managed '
                'by it; nodes whose instance belongs to a peer that is not '
                'alive are reported as stranded.'))
+
+
+def parse_script_args(conf, argv, prog, project, error_code):
+    """Parse a console script's arguments; one line and a code on error.
+
+    :param conf: the ``ConfigOpts``, its options registered.
+    :param argv: the arguments.
+    :param prog: the script's name, for the error line.
+    :param project: the oslo.config project.
+    :param error_code: the documented code of a file that is missing or
+        does not parse, or of a bad argument.
+    :returns: None, or ``error_code`` when the arguments cannot be used.
+    """
+    try:
+        conf(argv, project=project, prog=prog)
+    except cfg.Error as e:
+        sys.stderr.write('%s: %s\n' % (prog, _errors.describe_error(e, conf)))
+        return error_code
+    except SystemExit as e:
+        if not e.code:
+            raise
+        # NOTE(ironic-partition): argparse already printed its one line
+        # (an unknown --role, a missing command).
+        return error_code
+    return None
+
+
+def log_to_stderr(conf, project):
+    """Set up logging on stderr only, whatever the files say.
+
+    stdout carries the script's result; what it logs never goes to the
+    service's log file or syslog.
+
+    :param conf: the parsed ``ConfigOpts``.
+    :param project: the oslo.log project.
+    :returns: None
+    """
+    for name, value in (('use_stderr', True), ('log_file', None),
+                        ('log_dir', None), ('use_syslog', False),
+                        ('use_journal', False)):
+        conf.set_override(name, value)
+    logging.setup(conf, project)

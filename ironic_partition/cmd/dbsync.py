@@ -30,7 +30,7 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition import _urls
-from ironic_partition.cmd import _errors
+from ironic_partition.cmd import _args
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import migration
@@ -108,25 +108,13 @@ def main(argv=None, conf=None, out=None):
     argv = sys.argv[1:] if argv is None else argv
     logging.register_options(conf)
     register_cli_opts(conf)
-    try:
-        conf(argv, project='ironic-partition',
-             prog='ironic-partition-dbsync')
-    except cfg.Error as e:
-        sys.stderr.write('ironic-partition-dbsync: %s\n'
-                         % _errors.describe_error(e, conf))
-        return 1
-    except SystemExit as e:
-        if not e.code:
-            raise
-        # NOTE(ironic-partition): argparse printed its one line.
-        return 1
+    error = _args.parse_script_args(conf, argv, 'ironic-partition-dbsync',
+                                    'ironic-partition', 1)
+    if error is not None:
+        return error
     # NOTE(ironic-partition): stdout carries the result only; what the
-    # migrations log goes to stderr, never to the service's log file.
-    for name, value in (('use_stderr', True), ('log_file', None),
-                        ('log_dir', None), ('use_syslog', False),
-                        ('use_journal', False)):
-        conf.set_override(name, value)
-    logging.setup(conf, 'ironic-partition')
+    # migrations log goes to stderr.
+    _args.log_to_stderr(conf, 'ironic-partition')
     try:
         return conf.command.func(conf, out)
     except Exception as exc:

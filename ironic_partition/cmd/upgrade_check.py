@@ -38,7 +38,7 @@ from oslo_upgradecheck import upgradecheck
 
 from ironic_partition._i18n import _
 from ironic_partition import claim_settings
-from ironic_partition.cmd import _errors
+from ironic_partition.cmd import _args
 from ironic_partition.cmd import checks
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
@@ -211,22 +211,14 @@ def main(argv=None, conf=None):
     commands = Checks(conf)
     register_opts(conf)
     upgradecheck.register_cli_options(conf, commands)
-    try:
-        conf(sys.argv[1:] if argv is None else argv, project=PROJECT,
-             prog='ironic-partition-status')
-    except cfg.Error as e:
-        # NOTE(ironic-partition): a file that is missing or does not parse:
-        # one line and 255 ("the check could not run"), as the page says;
-        # 1 would read as "warnings only" to a script.
-        sys.stderr.write('ironic-partition-status: %s\n'
-                         % _errors.describe_error(e, conf))
-        return UPGRADE_CHECK_ERROR
-    except SystemExit as e:
-        if not e.code:
-            raise
-        # NOTE(ironic-partition): argparse already printed the one line
-        # (an unknown --role, a missing command).
-        return UPGRADE_CHECK_ERROR
+    # NOTE(ironic-partition): a file that is missing or does not parse, or
+    # a bad argument: one line and 255 ("the check could not run"), as the
+    # page says; 1 would read as "warnings only" to a script.
+    error = _args.parse_script_args(
+        conf, sys.argv[1:] if argv is None else argv,
+        'ironic-partition-status', PROJECT, UPGRADE_CHECK_ERROR)
+    if error is not None:
+        return error
     if conf.role == membership_base.ROLE_NOVA_COMPUTE:
         # NOTE(ironic-partition): nova.conf's [DEFAULT] host names the
         # service, as nova-compute reads it.
@@ -236,11 +228,7 @@ def main(argv=None, conf=None):
     upgradecheck.CONF = conf
     # NOTE(ironic-partition): the table is the output; what the checks
     # log goes to stderr, warnings and above unless --debug.
-    for name, value in (('use_stderr', True), ('log_file', None),
-                        ('log_dir', None), ('use_syslog', False),
-                        ('use_journal', False)):
-        conf.set_override(name, value)
-    logging.setup(conf, PROJECT)
+    _args.log_to_stderr(conf, PROJECT)
     if not conf.debug:
         std_logging.getLogger().setLevel(std_logging.WARNING)
         std_logging.getLogger('stevedore').setLevel(std_logging.ERROR)
