@@ -277,7 +277,7 @@ class Partitioner(object):
                   'np': ','.join(new.peer_list)})
         return True
 
-    def _read_membership(self, settings):
+    def _read_membership(self, settings, node_ids=None):
         peers = settings.peer_list if ip_conf.is_partitioned(settings) \
             else None
         try:
@@ -291,7 +291,8 @@ class Partitioner(object):
             raise exception.PartitionNotReady(kind='membership', reason=(
                 'the membership cannot be read: %s' % e))
         if self.outside is not None:
-            membership = self.outside.merge(membership, settings, peers)
+            membership = self.outside.merge(membership, settings, peers,
+                                            node_ids=node_ids)
         if not membership.stale:
             self._stale_since = None
             return membership
@@ -409,7 +410,7 @@ class Partitioner(object):
             settings = self._settings
             nodes, mine, update, extra, asked = self._list(settings,
                                                            my_instances)
-            membership = self._read_membership(settings)
+            membership = self._read_membership(settings, self.index.nodes)
             self._live = frozenset(membership.live)
             # NOTE(ironic-partition): only a balanced ring depends on the
             # key set (None otherwise): every node of the partition.

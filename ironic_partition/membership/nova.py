@@ -84,6 +84,8 @@ class NovaMembership(base.MembershipBackend):
         self._lock = threading.Lock()
         self._last = None
         self._last_error = None
+        #: Each host's name as nova's records spell it, by lower case.
+        self._spelling = {}
 
     def start(self):
         """Import nova and build its service group API.
@@ -109,6 +111,7 @@ class NovaMembership(base.MembershipBackend):
         records = []
         for svc in services:
             name = ip_conf.normalize_host(svc.host)
+            self._spelling[name] = svc.host
             # NOTE(ironic-partition): like nova, only check the liveness of
             # the services that can be members.
             if peers is not None and name not in peers:
@@ -153,6 +156,51 @@ class NovaMembership(base.MembershipBackend):
             self._last_error = None
         return base.compute_membership(self.host, records, partition_key,
                                        peer_list, None, shard=shard)
+
+    def compute_services(self, hosts):
+        """Which of ``hosts`` nova has as nova-compute services at all.
+
+        Any hypervisor type, enabled or not: a peer of the peer list that
+        is not an Ironic compute up in nova may still be one nova knows
+        (another hypervisor, or an Ironic compute without compute nodes
+        yet), which is another mistake than a misspelt name.
+
+        :param hosts: host names, lower case.
+        :returns: a frozenset of those hosts, lower case.
+        """
+        if not hosts:
+            return frozenset()
+        if self._nova is None:
+            self.start()
+        ctxt = self._nova.context.get_admin_context()
+        services = self._nova.objects.ServiceList.get_by_binary(
+            ctxt, 'nova-compute', include_disabled=True)
+        known = {ip_conf.normalize_host(svc.host) for svc in services}
+        return frozenset(h for h in hosts if h in known)
+
+    def compute_node_names(self, host):
+        """The ``hypervisor_hostname`` of a host's compute nodes.
+
+        For an Ironic compute, the UUIDs of the nodes it reports.
+
+        :param host: the host name, as nova's records spell it or lower
+            case (nova's query compares it as the database's collation
+            does).
+        :returns: a frozenset of lower-case names; empty when the host
+            has no compute node.
+        """
+        if self._nova is None:
+            self.start()
+        ctxt = self._nova.context.get_admin_context()
+        try:
+            nodes = self._nova.objects.ComputeNodeList.get_all_by_host(
+                ctxt, self._spelling.get(host, host))
+        except Exception as exc:
+            if type(exc).__name__ == 'ComputeHostNotFound':
+                return frozenset()
+            raise
+        return frozenset((n.hypervisor_hostname or '').lower()
+                         for n in nodes)
 
     def status(self):
         """Describe the backend.

@@ -46,8 +46,14 @@ class OutsideView(object):
         self.view = view
         self.where = where or '(none)'
         self._said = (frozenset(), frozenset())
+        #: Peers of the peer list that nova has as compute services
+        #: without any Ironic compute node.
+        self.non_ironic = frozenset()
+        #: Peers counted from outside whose Ironic compute nodes are all
+        #: outside this partition: ``{peer: how many}``.
+        self.misplaced = {}
 
-    def merge(self, membership, settings, peers):
+    def merge(self, membership, settings, peers, node_ids=None):
         """Add the peers the view has up and ``membership`` misses.
 
         :param membership: this service's :class:`~ironic_partition.
@@ -56,6 +62,10 @@ class OutsideView(object):
             in force.
         :param peers: the peer list the membership was read with, or
             None (unpartitioned).
+        :param node_ids: this partition's nodes, a collection of their
+            UUIDs (Ironic's lower-case form; a mapping keyed by them will
+            do), to tell a peer that serves another partition; None does
+            not tell.
         :raises PartitionNotReady: the view never answered.
         :returns: the merged :class:`~ironic_partition.membership.base.
             Membership`.
@@ -72,7 +82,65 @@ class OutsideView(object):
         merged = base.with_outside(membership, seen)
         said, self._said = self._said, (merged.outside, merged.never_seen)
         self._say(merged, settings, *said)
+        self._look_closer(merged, settings, node_ids, *said)
         return merged
+
+    def _look_closer(self, membership, settings, node_ids, outside,
+                     never_seen):
+        """Name two mistakes that nova's ring alone does not tell apart.
+
+        A peer of the peer list that nova has as a compute service of
+        another hypervisor type (or with no Ironic node yet) is not a
+        misspelt name; a peer counted from outside whose Ironic compute
+        nodes are all outside this partition serves another conductor
+        group or shard, and its share here is reported by nobody (as with
+        nova's own ring, which counts it too). Asked of nova once per
+        change, a look-up per new peer; a failed look-up only loses the
+        finer message.
+        """
+        key = refresh_result.describe_partition(settings.partition)
+        if membership.never_seen != never_seen:
+            self.non_ironic = self._ask('compute_services',
+                                        membership.never_seen)
+            if self.non_ironic:
+                LOG.warning(
+                    '[ironic] peer_list names %(peers)s: nova has them as '
+                    'nova-compute services, but without any Ironic compute '
+                    'node (another hypervisor type, or an Ironic compute '
+                    'that has not reported yet). They get no share of '
+                    'partition %(key)s; remove them from [ironic] '
+                    'peer_list unless they are Ironic computes.',
+                    {'peers': ', '.join(sorted(self.non_ironic)),
+                     'key': key})
+        self.misplaced = {peer: count for peer, count in
+                          self.misplaced.items()
+                          if peer in membership.outside}
+        if node_ids is None or settings.partition_key is None:
+            return
+        for peer in sorted(membership.outside - outside):
+            names = self._ask('compute_node_names', peer)
+            if names and not any(name in node_ids for name in names):
+                self.misplaced[peer] = len(names)
+                LOG.warning(
+                    'Counting %(peer)s in the ring of partition %(key)s, '
+                    'as nova\'s own driver does (it is in [ironic] '
+                    'peer_list and up in nova\'s service group), but none '
+                    'of its %(count)d Ironic compute nodes is in that '
+                    'partition: it serves another conductor group or '
+                    'shard. Its share of %(key)s is reported by nobody '
+                    'until it leaves [ironic] peer_list here, or its '
+                    '[ironic] conductor_group is corrected.',
+                    {'peer': peer, 'key': key, 'count': len(names)})
+
+    def _ask(self, method, arg):
+        ask = getattr(self.view, method, None)
+        if ask is None:
+            return frozenset()
+        try:
+            return ask(arg)
+        except Exception as e:
+            LOG.debug('Could not ask nova %s(%s): %s', method, arg, e)
+            return frozenset()
 
     def _say(self, membership, settings, outside, never_seen):
         """Log what the view adds, once per change."""

@@ -83,11 +83,26 @@ class FakeMembership(object):
 class FakeNovaView(object):
     """nova's service group: the hosts it has up (a fault injector)."""
 
-    def __init__(self, up, never_seen=()):
+    def __init__(self, up, never_seen=(), services=(), compute_nodes=None):
         self.up = frozenset(up)
         self.never_seen = frozenset(never_seen)
+        #: Every host nova has as a nova-compute service, any hypervisor.
+        self.services = frozenset(services)
+        #: host -> the hypervisor_hostname of its compute nodes.
+        self.compute_nodes = dict(compute_nodes or {})
         self.fault = None
         self.asked = []
+        self.looked_up = []
+
+    def compute_services(self, hosts):
+        self.looked_up.append(('services', frozenset(hosts)))
+        return frozenset(hosts) & self.services
+
+    def compute_node_names(self, host):
+        self.looked_up.append(('nodes', host))
+        if isinstance(self.compute_nodes.get(host), Exception):
+            raise self.compute_nodes[host]
+        return frozenset(self.compute_nodes.get(host, ()))
 
     def members(self, partition_key=None, peer_list=None):
         self.asked.append((partition_key, peer_list))
@@ -486,6 +501,73 @@ class TestOutsideView(TestPartitioner):
         p.refresh()
         self.assertEqual(1, self.logger.output.count(
             '[ironic] peer_list names cn-typo, which neither nova'))
+
+    def test_peer_of_another_hypervisor_is_named(self):
+        # nova has cn-kvm as a compute service, not an Ironic one: not a
+        # misspelt name, another mistake, said once.
+        p = self._mixed('cn1', _nodes(6), ['cn1'], ['cn1'],
+                        ['cn1', 'cn-kvm', 'cn-typo'],
+                        never_seen=['cn-kvm', 'cn-typo'],
+                        services=['cn1', 'cn-kvm'])
+        p.membership.never_seen = frozenset({'cn-kvm', 'cn-typo'})
+        result = p.refresh()
+        p.refresh()
+        self.assertEqual(('cn1',), result.members)
+        self.assertEqual(1, self.logger.output.count(
+            '[ironic] peer_list names cn-kvm: nova has them as nova-compute '
+            'services, but without any Ironic compute node'))
+        self.assertIn('remove them from [ironic] peer_list',
+                      self.logger.output)
+        self.assertEqual(frozenset({'cn-kvm'}), p.outside.non_ironic)
+        self.assertEqual(1, self.logger.output.count(
+            '[ironic] peer_list names cn-kvm, cn-typo, which neither nova'))
+        self.assertEqual(
+            [('services', frozenset({'cn-kvm', 'cn-typo'}))],
+            p.outside.view.looked_up)
+
+    def test_peer_serving_another_group_is_named_and_still_counted(self):
+        # cn3 is up in nova, in rack1's peer list, but its compute nodes
+        # are rack2's: as nova's own ring does, it keeps its share (no
+        # node reported twice), and the warning says so, once.
+        nodes = _nodes(30)
+        hosts = ['cn1', 'cn2', 'cn3']
+        rack2 = [str(uuid.UUID(int=1000 + i)) for i in range(4)]
+        mine = [n.id for n in nodes[:3]]
+        p = self._mixed('cn1', nodes, ['cn1'], hosts, hosts,
+                        compute_nodes={'cn2': mine, 'cn3': rack2})
+        result = p.refresh()
+        p.refresh()
+        self.assertEqual(('cn1', 'cn2', 'cn3'), result.members)
+        tooz_ring = tooz.hashring.HashRing(hosts, partitions=2 ** 5)
+        self.assertEqual({n.id for n in nodes
+                          if tooz_ring.get_nodes(n.id.encode()) == {'cn1'}},
+                         set(result.nodes))
+        self.assertEqual({'cn3': 4}, p.outside.misplaced)
+        self.assertEqual(1, self.logger.output.count(
+            "Counting cn3 in the ring of partition 'rack1', as nova's own "
+            "driver does"))
+        self.assertIn('none of its 4 Ironic compute nodes is in that '
+                      'partition', self.logger.output)
+        self.assertIn('[ironic] conductor_group is corrected',
+                      self.logger.output)
+        self.assertNotIn('Counting cn2 in the ring of partition',
+                         self.logger.output)
+        # One look-up per new peer, not per refresh.
+        self.assertEqual([('nodes', 'cn2'), ('nodes', 'cn3')],
+                         p.outside.view.looked_up)
+        # Gone from nova's view: forgotten.
+        p.outside.view.up = frozenset({'cn1', 'cn2'})
+        p.refresh()
+        self.assertEqual({}, p.outside.misplaced)
+
+    def test_failed_look_up_loses_only_the_finer_message(self):
+        hosts = ['cn1', 'cn2']
+        p = self._mixed('cn1', _nodes(6), ['cn1'], hosts, hosts,
+                        compute_nodes={'cn2': RuntimeError('conductor')})
+        result = p.refresh()
+        self.assertEqual(('cn1', 'cn2'), result.members)
+        self.assertEqual({}, p.outside.misplaced)
+        self.assertIn('Counting cn2 in the ring', self.logger.output)
 
     def test_nova_never_answered_is_not_ready(self):
         hosts = ['cn1', 'cn2']

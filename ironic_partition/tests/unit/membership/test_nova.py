@@ -73,6 +73,40 @@ class TestNovaMembership(test_base.BaseTestCase):
         self.assertRaises(exception.MembershipUnavailable,
                           self.backend.members)
 
+    def test_compute_services_of_any_hypervisor(self):
+        by_binary = self.fake.objects.ServiceList.get_by_binary
+        by_binary.return_value = [types.SimpleNamespace(host=h)
+                                  for h in ('Me', 'KVM-1')]
+        self.assertEqual({'kvm-1'}, self.backend.compute_services(
+            frozenset({'kvm-1', 'typo'})))
+        by_binary.assert_called_once_with(
+            self.fake.context.get_admin_context.return_value,
+            'nova-compute', include_disabled=True)
+        self.assertEqual(frozenset(), self.backend.compute_services(
+            frozenset()))
+        self.assertEqual(1, by_binary.call_count)
+
+    def test_compute_node_names_as_nova_spells_the_host(self):
+        self.backend.members()
+        get = self.fake.objects.ComputeNodeList.get_all_by_host
+        get.return_value = [types.SimpleNamespace(hypervisor_hostname='ABC'),
+                            types.SimpleNamespace(hypervisor_hostname='def')]
+        self.assertEqual({'abc', 'def'},
+                         self.backend.compute_node_names('up'))
+        get.assert_called_once_with(
+            self.fake.context.get_admin_context.return_value, 'Up')
+
+    def test_compute_node_names_of_a_host_without_any(self):
+        class ComputeHostNotFound(Exception):
+            pass
+        get = self.fake.objects.ComputeNodeList.get_all_by_host
+        get.side_effect = ComputeHostNotFound('none')
+        self.assertEqual(frozenset(),
+                         self.backend.compute_node_names('gone'))
+        get.side_effect = RuntimeError('conductor timeout')
+        self.assertRaises(RuntimeError, self.backend.compute_node_names,
+                          'gone')
+
     def test_only_nova_compute(self):
         self.assertRaises(exception.BackendNotSupported, nova.NovaMembership,
                           settings_mod.for_tests('h'), 'conductor')
