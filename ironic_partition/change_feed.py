@@ -227,15 +227,25 @@ def _run_both(executor, first, second):
     return [pending.result(), other]
 
 
+def _utcnow():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
 class ChangeFeed(object):
     """Ironic's change feed, read through one client.
 
     :param client: an :class:`~ironic_partition.baremetal.IronicClient`
         (its ``get_json``, ``page_bodies`` and ``page_size``).
+    :param wall_clock: this host's UTC clock (an aware ``datetime``), the
+        independent check of the API's ``Date`` header; for tests.
     """
 
-    def __init__(self, client):
+    def __init__(self, client, wall_clock=None):
         self.client = client
+        self._wall = wall_clock or _utcnow
+        #: Seconds the API's ``Date`` was ahead of this host's clock at
+        #: the last read that ignored it; 0 while it is trusted.
+        self.date_ahead = 0.0
 
     def node_changes(self, since, overlap,
                      microversion=baremetal.MIN_MICROVERSION, anchors=()):
@@ -274,6 +284,7 @@ class ChangeFeed(object):
         :raises IronicRequestError: Ironic refused the query.
         """
         meter = baremetal.Meter()
+        local = self._wall()
         began = time.monotonic()
         # NOTE(ironic-partition): the two reads run at once: a refresh
         # waits for Ironic once, not twice.
@@ -299,9 +310,61 @@ class ChangeFeed(object):
             # NOTE(ironic-partition): only a stamp read now; the previous
             # watermark was checked when it was read.
             _check_not_ahead(mark, meter.server_date, overlap)
-        mark = max(mark, _read_began(meter, time.monotonic() - began))
+        clock_mark = _read_began(meter, time.monotonic() - began)
+        if self._date_trusted(clock_mark, local, overlap):
+            mark = max(mark, clock_mark)
         return Changes([node for _stamp, node in seen.values()], mark, meter,
                        _next_anchors(anchors, candidates, mark, overlap))
+
+    def _date_trusted(self, clock_mark, local, overlap):
+        """Whether the watermark may follow the API's ``Date``.
+
+        The ``Date`` is the clock of whatever answered: the API host, or
+        a TLS proxy in front of it. Ahead of Ironic's own stamps by more
+        than the overlap, a watermark taken from it would skip, until the
+        next full listing, exactly the changes the overlap is there for
+        (a lagging conductor, transactions committed out of order). This
+        host's clock is the independent check: a ``Date`` ahead of it by
+        more than the overlap is ignored (the watermark then follows
+        Ironic's stamps alone, which is always complete, only slower on a
+        quiet fleet), with a WARNING once per episode. A ``Date`` behind
+        is harmless here: it only holds the watermark back.
+
+        :param clock_mark: the read's start by the ``Date``
+            (:func:`_read_began`).
+        :param local: this host's clock when the read began.
+        :param overlap: the ``timedelta`` the feed reads again.
+        :returns: True when ``clock_mark`` may move the watermark.
+        """
+        if clock_mark == _EPOCH:
+            return False
+        ahead = (clock_mark - local).total_seconds()
+        # NOTE(ironic-partition): Date has whole seconds.
+        if ahead <= overlap.total_seconds() + 1:
+            if self.date_ahead:
+                LOG.info('The Date of the Ironic API at %(api)s is within '
+                         '[ironic_partition] change_feed_overlap of this '
+                         'host\'s clock again: the change feed\'s '
+                         'watermark follows it again',
+                         {'api': self._endpoint()})
+            self.date_ahead = 0.0
+            return True
+        if not self.date_ahead:
+            LOG.warning(
+                'Ignoring the Date of the Ironic API at %(api)s for the '
+                'change feed\'s watermark: it is %(ahead).0f s ahead of '
+                'this host\'s clock, more than [ironic_partition] '
+                'change_feed_overlap (%(overlap).0f s). A proxy in front '
+                'of the API, or the API host, has a wrong clock (NTP); '
+                'until it is fixed the watermark follows Ironic\'s own '
+                'node timestamps only.',
+                {'api': self._endpoint(), 'ahead': ahead,
+                 'overlap': overlap.total_seconds()})
+        self.date_ahead = ahead
+        return False
+
+    def _endpoint(self):
+        return getattr(self.client, 'endpoint', None) or 'Ironic'
 
     def _updated_pass(self, since, overlap, microversion, meter, anchors):
         """Read the nodes updated since the watermark minus the overlap.

@@ -167,6 +167,12 @@ class Metrics(object):
             'ironic_partition_refreshes',
             'Ready refreshes, by how Ironic was read (full or feed).',
             LABELS + ('listing',), registry=self.registry)
+        self.date_ahead = gauge(
+            'ironic_partition_change_feed_date_ahead_seconds',
+            'How far the Ironic API\'s Date header was ahead of this '
+            'host\'s clock when the change feed last ignored it (more than '
+            '[ironic_partition] change_feed_overlap); 0 while it is '
+            'trusted.')
         self.ironic_calls = gauge(
             'ironic_partition_refresh_ironic_calls',
             'Ironic API calls the last ready refresh made.')
@@ -249,7 +255,8 @@ class Metrics(object):
         return (self.ready, self.not_ready_reason, self.not_ready_refreshes,
                 self.last_ready, self.nodes_reported, self.nodes_claimed,
                 self.nodes_stranded, self.refresh_seconds, self.refresh_full,
-                self.refreshes, self.ironic_calls, self.claim_round_seconds,
+                self.refreshes, self.ironic_calls, self.date_ahead,
+                self.claim_round_seconds,
                 self.lease_left, self.fenced, self.fences,
                 self.clock_difference, self.fencing_margin,
                 self.duplicate_refusals, self.peers_outside)
@@ -288,6 +295,7 @@ class Metrics(object):
         self.refreshes.labels(*labels, 'full' if metrics.full
                               else 'feed').inc()
         self.ironic_calls.labels(*labels).set(metrics.api_calls)
+        self.date_ahead.labels(*labels).set(metrics.date_ahead)
         self.peers_outside.clear()
         for peer in sorted(getattr(result.membership, 'outside', ())):
             self.peers_outside.labels(*labels, peer).set(1)

@@ -457,7 +457,8 @@ class Partitioner(object):
                 http_seconds=update.http_seconds + extra.http_seconds,
                 seconds=self._clock() - start,
                 claim_seconds=outcome.seconds if outcome else 0.0,
-                instance_lookups=asked)
+                instance_lookups=asked,
+                date_ahead=self.index.feed.date_ahead)
             result = refresh_result.RefreshResult(
                 settings=settings.partition, membership=membership,
                 ring_ownership=ring_ownership, ownership=ownership,

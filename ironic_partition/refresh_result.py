@@ -98,6 +98,9 @@ class RefreshMetrics(object):
     :param instance_lookups: ``GET /v1/nodes?instance_uuid=`` look-ups
         made for this service's instances the listing did not show (part
         of ``api_calls``).
+    :param date_ahead: seconds the Ironic API's ``Date`` was ahead of
+        this host's clock when the change feed last ignored it, 0 while
+        it is trusted.
     """
 
     listed: int
@@ -108,6 +111,7 @@ class RefreshMetrics(object):
     seconds: float
     claim_seconds: float = 0.0
     instance_lookups: int = 0
+    date_ahead: float = 0.0
 
 
 _NO_CLAIMS = frozenset()

@@ -114,7 +114,12 @@ opts = [
                'last watermark at each refresh. It covers transactions '
                'that committed out of order and clock differences between '
                'Ironic\'s API and conductor hosts, which stamp updated_at; '
-               'keep it above the largest clock difference between them.')),
+               'keep it above the largest clock difference between them. '
+               'The watermark follows Ironic\'s node timestamps and, on a '
+               'quiet fleet, the Date header of the API\'s answers (its '
+               'clock, or a proxy\'s in front of it); a Date ahead of this '
+               'host\'s clock by more than this overlap is ignored, with '
+               'a WARNING.')),
     cfg.IntOpt(
         'heartbeat_interval',
         default=10,

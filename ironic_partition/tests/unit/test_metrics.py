@@ -139,7 +139,7 @@ class TestMetrics(base.TestCase):
         result = mock.Mock(nodes=['n1', 'n2', 'n3'],
                            claims=mock.Mock(held=['n1', 'n2'], seconds=0.1),
                            metrics=mock.Mock(seconds=0.2, full=True,
-                                             api_calls=1),
+                                             api_calls=1, date_ahead=0.0),
                            membership=mock.Mock(outside=()))
         result.ownership.stranded = ()
         reported = functools.partial(

@@ -331,6 +331,56 @@ class TestNodeChanges(base.TestCase):
                                 page_size=50)
         self.assertEqual([batch[3]], [n.id for n in changes.nodes])
 
+    def test_a_date_ahead_of_this_host_is_ignored(self):
+        # A TLS proxy 90 s ahead answers for Ironic: a watermark taken
+        # from its Date would skip the change a lagging conductor commits
+        # stamped 10 s after the quiet batch, until the next full listing.
+        logger = self.useFixture(fixtures.FakeLogger())
+        second = datetime.timedelta(seconds=1)
+        overlap = 60 * second
+        fake = FakeIronic()
+        batch = [fake.create() for _ in range(5)]
+        for u in batch:
+            fake.rows[u]['created_at'] = fake.rows[u]['updated_at'] = T0
+        host = [T0]
+        fake.now = T0 + 90 * second
+        feed = change_feed.ChangeFeed(_client(fake, page_size=50),
+                                      wall_clock=lambda: host[0])
+        changes = feed.node_changes(T0 - 30 * second, overlap)
+        self.assertEqual(5, len(changes.nodes))
+        self.assertEqual(T0, changes.mark)
+        self.assertGreaterEqual(feed.date_ahead, 89)
+        self.assertIn('Ignoring the Date of the Ironic API at', logger.output)
+        self.assertIn('more than [ironic_partition] change_feed_overlap '
+                      '(60 s)', logger.output)
+        host[0], fake.now = T0 + 20 * second, T0 + 110 * second
+        fake.update(batch[2], stamp=T0 + 10 * second, maintenance=True)
+        changes = feed.node_changes(changes.mark, overlap)
+        self.assertIn(batch[2], [n.id for n in changes.nodes])
+        self.assertEqual(T0 + 10 * second, changes.mark)
+        self.assertEqual(1, logger.output.count('Ignoring the Date'))
+        # The proxy's clock fixed: the Date moves the watermark again.
+        host[0] = fake.now = T0 + 200 * second
+        changes = feed.node_changes(changes.mark, overlap)
+        self.assertEqual(0.0, feed.date_ahead)
+        self.assertGreater(changes.mark, T0 + 100 * second)
+        self.assertIn('within [ironic_partition] change_feed_overlap of '
+                      "this host's clock again", logger.output)
+
+    def test_a_date_behind_this_host_still_moves_the_watermark(self):
+        fake = FakeIronic()
+        fake.create()
+        feed = change_feed.ChangeFeed(
+            _client(fake), wall_clock=lambda: fake.now + datetime.timedelta(
+                seconds=600))
+        fake.tick(30)
+        changes = feed.node_changes(fake.now - datetime.timedelta(
+            seconds=5), datetime.timedelta(seconds=2))
+        self.assertLessEqual(changes.mark, fake.now)
+        self.assertGreater(changes.mark,
+                           fake.now - datetime.timedelta(seconds=1))
+        self.assertEqual(0.0, feed.date_ahead)
+
     def test_the_clock_watermark_is_before_every_query(self):
         meter = baremetal.Meter()
         date = T0 + datetime.timedelta(seconds=30)
