@@ -34,11 +34,15 @@ One claim round (:meth:`ClaimManager.round`, run by every refresh):
    the database clock (compare-and-swap on the epoch);
 5. read back which claims it holds now (one ``SELECT``).
 
-The local monotonic time at which the last successful round *started* is
-remembered. Every claim renewed or taken by that round expires in the
-database no earlier than ``lease_time`` after that instant, so the service
-may report those nodes until ``start + lease_time - fencing_margin`` by its
-own monotonic clock. Past that instant without another successful round it
+The local time at which the last successful round *started* is
+remembered, by :func:`lease_clock`: ``CLOCK_BOOTTIME`` on Linux, a
+monotonic clock that also counts the time the machine was suspended (a
+VM saved and restored, a laptop asleep), where ``CLOCK_MONOTONIC`` stops
+and a resumed process would believe its leases younger than they are.
+Every claim renewed or taken by that round expires in the database no
+earlier than ``lease_time`` after that instant, so the service may report
+those nodes until ``start + lease_time - fencing_margin`` by that clock.
+Past that instant without another successful round it
 reports none of them: it is *fenced*. This covers a database that cannot be
 reached, a network cut, and a process that was paused (SIGSTOP, a long GC
 pause) and resumes believing it still owns its nodes.
@@ -83,8 +87,22 @@ DATABASE_ERRORS = (sa_exc.SQLAlchemyError, db_exc.DBError,
                    exception.MembershipError)
 
 
+def _boot_time():
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+#: The clock leases and fences are judged by: seconds of
+#: ``CLOCK_BOOTTIME`` where the platform has it (Linux), which keeps
+#: counting while the machine is suspended; ``time.monotonic`` elsewhere
+#: (there a suspended machine resumes believing its leases younger, until
+#: its next claim round). Only differences of it are used, never compared
+#: with another process's or host's.
+lease_clock = (_boot_time if hasattr(time, 'CLOCK_BOOTTIME')
+               else time.monotonic)
+
+
 def from_settings(settings, store=None, role=None, takeover=False,
-                  clock=time.monotonic):
+                  clock=lease_clock):
     """Build the claim manager the settings ask for.
 
     The claims share the membership backend's store (connection and
@@ -101,7 +119,7 @@ def from_settings(settings, store=None, role=None, takeover=False,
     :param role: this service's role; :data:`DEFAULT_ROLE` when None.
     :param takeover: with a store of their own, the claims replace a live
         holder of the host name at start.
-    :param clock: a monotonic clock.
+    :param clock: a monotonic clock, :func:`lease_clock` by default.
     :returns: a :class:`ClaimManager`, or None when claims are off.
     :raises ConfigurationError: for invalid claim options, or an SQLite
         library too old for the claim statements.
@@ -153,7 +171,7 @@ class ClaimManager(object):
     """
 
     def __init__(self, store, host, role, lease_time, fencing_margin,
-                 clock=time.monotonic, owns_store=False,
+                 clock=lease_clock, owns_store=False,
                  renew_interval=None, hold=0.0):
         if fencing_margin >= lease_time:
             raise claim_settings.config_error(

@@ -59,7 +59,6 @@ show are looked up one by one (never an unfiltered listing of the fleet).
 """
 
 import threading
-import time
 
 from oslo_log import log as logging
 
@@ -99,7 +98,8 @@ class Partitioner(object):
     :param membership: a started
         :class:`~ironic_partition.membership.base.MembershipBackend`.
     :param clock: a monotonic clock, for the staleness bound and the
-        claim leases.
+        claim leases: :func:`~ironic_partition.claims.lease_clock` (one
+        that counts a suspended machine) by default.
     :param claims: a :class:`~ironic_partition.claims.ClaimManager`;
         None (the default) builds one as ``[ironic_partition] claims``
         says, False turns claims off.
@@ -113,7 +113,8 @@ class Partitioner(object):
     :raises ConfigurationError: when the settings are invalid at start.
     """
 
-    def __init__(self, settings, client, membership, clock=time.monotonic,
+    def __init__(self, settings, client, membership,
+                 clock=claims_mod.lease_clock,
                  claims=None, allow_local_database=True, outside=None):
         self.client = client
         self.membership = membership

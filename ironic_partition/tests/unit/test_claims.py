@@ -25,6 +25,7 @@ import datetime
 import threading
 import time
 import types
+from unittest import mock
 import uuid
 
 import fixtures
@@ -727,6 +728,39 @@ class TestFencing(ClaimsTestCase):
         out = a.round(nodes)
         self.assertEqual(frozenset(), out.reported)
         self.assertEqual(frozenset(nodes), out.waiting)
+
+    def test_the_lease_clock_counts_a_suspended_machine(self):
+        # CLOCK_MONOTONIC stops while the machine is suspended (a VM saved
+        # and restored); the lease clock must not.
+        if not hasattr(time, 'CLOCK_BOOTTIME'):
+            self.skipTest('no CLOCK_BOOTTIME on this platform')
+        self.assertIs(claims.lease_clock, claims._boot_time)
+        with mock.patch.object(time, 'clock_gettime', autospec=True,
+                               return_value=42.5) as gettime:
+            self.assertEqual(42.5, claims.lease_clock())
+        gettime.assert_called_once_with(time.CLOCK_BOOTTIME)
+        manager = claims.ClaimManager(
+            store.Store(self.db), 'a', 'nova-compute', lease_time=LEASE,
+            fencing_margin=MARGIN)
+        self.assertIs(claims.lease_clock, manager.clock)
+
+    def test_a_resumed_machine_is_fenced_and_blames_no_database(self):
+        # Suspended for 5 minutes right after a round: by a clock that
+        # counts the suspension, the lease ran out (fenced at once, while a
+        # peer may already hold the nodes), the database's clock moved as
+        # much as the local one (no step, no widened margin), and the next
+        # round is proven again.
+        a = self.manager('a')
+        nodes = _ids(3)
+        a.round(nodes)
+        self.advance(300)
+        self.assertTrue(a.fenced())
+        self.assertEqual(frozenset(), a.reportable(nodes))
+        out = a.round(nodes)
+        self.assertTrue(out.ok, out.error)
+        self.assertEqual(frozenset(nodes), out.reported)
+        self.assertEqual(0, a.clock_watch.steps)
+        self.assertEqual(MARGIN, a.clock_watch.margin())
 
     def test_pause_inside_a_round(self):
         # Paused at its last statement for longer than the lease: every
