@@ -72,6 +72,12 @@ class Check(base_cmd.Lister):
                    'problem), or why the feed cannot be used (a warning: '
                    'every refresh then lists in full). Costs two full '
                    'listings. Read-only.'))
+        parser.add_argument(
+            '--adopting', action='store_true',
+            help=_('During a rolling switch from nova\'s own ironic driver: '
+                   'peers of [ironic] peer_list that never heartbeated are '
+                   'taken to still run nova\'s driver (a warning), not '
+                   'problems.'))
         return parser
 
     def take_action(self, parsed_args):
@@ -83,7 +89,8 @@ class Check(base_cmd.Lister):
             doc = checks.run_checks(
                 conf, parsed_args.role,
                 inspection_config=parsed_args.inspection_config,
-                compare_feed=parsed_args.compare_feed, client=client)
+                compare_feed=parsed_args.compare_feed, client=client,
+                adopting=parsed_args.adopting)
         if doc['problems']:
             self.exit_code = _errors.EXIT_PROBLEMS
         return base_cmd.rows(finding_rows(doc),

@@ -352,12 +352,28 @@ def _check_case(conf, settings, conductors, report):
     report.ok('case')
 
 
-def _check_peers(settings, membership, report, new_deployment=False):
+def _check_peers(settings, membership, report, new_deployment=False,
+                 adopting=False):
     if membership is None:
         return
     # NOTE(ironic-partition): before the first service of a new deployment
     # starts, no peer has heartbeated yet: that is expected, not a fault.
-    for peer in () if new_deployment else sorted(membership.never_seen):
+    # During a rolling adoption, a peer still on nova's own driver never
+    # does: nova-compute counts it from nova's service group.
+    never = () if new_deployment else sorted(membership.never_seen)
+    if adopting:
+        for peer in never:
+            report.warning('peers', _(
+                'Peer %(peer)r in [ironic] peer_list has never heartbeated '
+                'in the membership database: taken to run nova\'s own '
+                'driver (--adopting). nova-compute with ironic-partition '
+                'counts it in the ring while nova\'s service group has it '
+                'up, and leaves its share of the nodes to it; if it is not '
+                'an Ironic compute up in nova, its share is reported by '
+                'nobody. Run the check without --adopting once every '
+                'compute runs ironic-partition.') % {'peer': peer})
+        never = ()
+    for peer in never:
         report.problem('peers', _(
             'Peer %(peer)r in [ironic] peer_list has never heartbeated in '
             'the membership database: it is not running, runs with another '
@@ -618,7 +634,7 @@ def _check_fleet(client, conductors, role, report, keeps_services=True,
 
 def run_checks(conf, role, inspection_config=None, compare_feed=False,
                feed_usable=False, fleet=False, client=None,
-               new_deployment=False):
+               new_deployment=False, adopting=False):
     """Run every check.
 
     :param conf: the ``ConfigOpts``.
@@ -636,6 +652,9 @@ def run_checks(conf, role, inspection_config=None, compare_feed=False,
     :param new_deployment: before the first service of the role has
         started: peers that never heartbeated, and groups no live service
         lists, are expected, not findings.
+    :param adopting: during a rolling switch from nova's own driver: a
+        peer that never heartbeated is taken to run nova's driver (a
+        warning that says so), not a problem.
     :returns: a dict with ``problems``, ``warnings``, ``passed`` and the
         settings read.
     """
@@ -646,7 +665,7 @@ def run_checks(conf, role, inspection_config=None, compare_feed=False,
     if conductors is not None:
         _check_group(client, conductors, settings, report)
     _check_case(conf, settings, conductors, report)
-    _check_peers(settings, membership, report, new_deployment)
+    _check_peers(settings, membership, report, new_deployment, adopting)
     if conductors is not None:
         _check_shards(client, settings, report)
     checks = CHECKS

@@ -75,6 +75,11 @@ _OPTS = [
                        'yet): peers that never heartbeated and conductor '
                        'groups no live service lists are expected, not '
                        'failures. Everything else is checked as usual.')),
+    cfg.BoolOpt('adopting', default=False,
+                help=_('Check a compute during a rolling switch from nova\'s '
+                       'own ironic driver: peers of [ironic] peer_list that '
+                       'never heartbeated are taken to still run nova\'s '
+                       'driver (a warning), not failures.')),
 ]
 
 
@@ -121,7 +126,8 @@ class Checks(upgradecheck.UpgradeCommands):
         if self._doc is None:
             self._doc = checks.run_checks(
                 self.conf, self.conf.role, feed_usable=True, fleet=True,
-                new_deployment=self.conf.new_deployment)
+                new_deployment=self.conf.new_deployment,
+                adopting=self.conf.adopting)
         return self._doc
 
     def _group(self, names):

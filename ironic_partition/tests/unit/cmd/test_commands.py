@@ -321,6 +321,23 @@ class TestCheck(CommandTestCase):
         self.assertEqual([], doc['problems'])
         self.assertIn('peers', doc['passed'])
 
+    def test_adopting_takes_peers_never_seen_for_novas_driver(self):
+        # During a rolling switch, the computes still on nova's driver
+        # never heartbeat: a warning each, naming it, not a failure.
+        self.membership.dead = frozenset()
+        self.membership.never_seen = frozenset(['a2', 'a3'])
+        doc = checks.run_checks(self.conf, 'agent', adopting=True)
+        self.assertEqual([], doc['problems'])
+        warnings = [w['message'] for w in doc['warnings']
+                    if w['check'] == 'peers']
+        self.assertEqual(2, len(warnings), warnings)
+        self.assertIn("Peer 'a2' in [ironic] peer_list has never "
+                      "heartbeated", warnings[0])
+        self.assertIn("taken to run nova's own driver (--adopting)",
+                      warnings[0])
+        self.assertIn('without --adopting once every compute',
+                      warnings[1])
+
     def test_host_missing_and_unknown_group(self):
         self.config(group='ironic', partition_key='rack9',
                     peer_list=['a2', 'a3'])

@@ -81,7 +81,7 @@ class TestUpgradeCheck(base.TestCase):
         # change feed's usability (one full listing), not the comparison.
         run_checks.assert_called_once_with(
             mock.ANY, 'nova-compute', feed_usable=True, fleet=True,
-            new_deployment=False)
+            new_deployment=False, adopting=False)
         # nova's default cadence: 60 s, so a 120 s lease.
         self.assertIn('lease_time 120', rows['Claim timing'][1])
         self.assertIn('[DEFAULT] update_resources_interval is 60 s',
@@ -129,7 +129,8 @@ class TestUpgradeCheck(base.TestCase):
         self.assertEqual(SUCCESS, code)
         run_checks.assert_called_once_with(mock.ANY, 'agent',
                                            feed_usable=True, fleet=True,
-                                           new_deployment=False)
+                                           new_deployment=False,
+                                           adopting=False)
         self.assertIn('[ironic_partition] refresh_interval is',
                       rows['Claim timing'][1])
 
@@ -138,7 +139,7 @@ class TestUpgradeCheck(base.TestCase):
         self.assertEqual(SUCCESS, code)
         run_checks.assert_called_once_with(
             mock.ANY, 'nova-compute', feed_usable=True, fleet=True,
-            new_deployment=True)
+            new_deployment=True, adopting=False)
 
 
 class _FleetClient(object):
