@@ -113,6 +113,23 @@ class _WaitForRival(exception.PartitionNotReady):
         super().__init__(reason=reason, kind='membership')
 
 
+def _rivals_error(store, hosts):
+    """The error refusing a local claims database beside other computes.
+
+    :param store: the claims database's store.
+    :param hosts: the other Ironic computes up in nova.
+    :returns: a ``ConfigurationError``.
+    """
+    return claim_settings.local_database_error(
+        store,
+        _('neither [ironic] conductor_group nor shard is set and other '
+          'nova-compute services with Ironic nodes are up (%s): the ring '
+          'spans them all, but each service would see only itself alive '
+          'and report every node') % ', '.join(sorted(hosts)),
+        _('every compute'),
+        _('give each compute its own conductor group or shard'))
+
+
 class IronicPartitionDriver(mixin.PartitionMixin,
                             ironic_driver.IronicDriver):
     """nova's Ironic driver, partitioned safely by ironic-partition."""
@@ -324,7 +341,8 @@ class IronicPartitionDriver(mixin.PartitionMixin,
           nova), and waits while a compute with a lower service id (nova
           gives ids in the order records are created) is up in nova with
           no compute node at all: it is in its first pass, and may be
-          about to report;
+          about to report; one with an Ironic compute node refuses it
+          (both told from one read of its compute nodes);
         * a compute that has not reported yet is refused by a live Ironic
           compute with a lower id, or by one with a higher id that is
           reporting (it wrote its compute nodes within
@@ -361,15 +379,7 @@ class IronicPartitionDriver(mixin.PartitionMixin,
                     if (svc.id < mine and (reporting or not self._reported))
                     or (svc.id > mine and reporting and not self._reported)}
         if live:
-            return claim_settings.local_database_error(
-                store,
-                _('neither [ironic] conductor_group nor shard is set and '
-                  'other nova-compute services with Ironic nodes are up '
-                  '(%s): the ring spans them all, but each service would '
-                  'see only itself alive and report every node')
-                % ', '.join(sorted(live)),
-                _('every compute'),
-                _('give each compute its own conductor group or shard'))
+            return _rivals_error(store, live)
         if starting or self._reported:
             return None
         if mine is None:
@@ -411,14 +421,26 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         # NOTE(ironic-partition): a compute up in nova with no compute node
         # at all is in its first resource-tracker pass (an Ironic compute
         # about to report, or any other starting one): one with a lower id
-        # would win, so wait for its first node or for it to go down.
-        fresh = sorted(
-            svc.host.lower() for svc in objects.ServiceList.get_by_binary(
-                ctxt, 'nova-compute', include_disabled=True)
-            if svc.host.lower() not in me and svc.id < mine and
-            self.servicegroup_api.service_is_up(svc) and
-            not self._has_compute_node(ctxt, svc.host))
+        # would win, so wait for its first node or for it to go down. One
+        # read of its compute nodes tells both: with an Ironic one it
+        # serves already, and refuses this compute. (Read apart, the check
+        # above could miss its first node, and this one see it: both
+        # computes served.)
+        fresh, serving = [], []
+        for svc in objects.ServiceList.get_by_binary(
+                ctxt, 'nova-compute', include_disabled=True):
+            if (svc.host.lower() in me or svc.id >= mine or
+                    not self.servicegroup_api.service_is_up(svc)):
+                continue
+            nodes = self._compute_nodes(ctxt, svc.host)
+            if not nodes:
+                fresh.append(svc.host.lower())
+            elif any(n.hypervisor_type == HYPERVISOR_TYPE for n in nodes):
+                serving.append(svc.host.lower())
+        if serving:
+            return _rivals_error(store, serving)
         if fresh:
+            fresh.sort()
             return _WaitForRival(
                 'nova-compute services up in nova with a lower service id '
                 'than this one (%s) have no compute node yet: with a SQLite '
@@ -430,12 +452,12 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         return None
 
     @staticmethod
-    def _has_compute_node(ctxt, host):
-        """Whether a compute service has any compute node record."""
+    def _compute_nodes(ctxt, host):
+        """A compute service's compute node records (none: empty)."""
         try:
-            return bool(objects.ComputeNodeList.get_all_by_host(ctxt, host))
+            return objects.ComputeNodeList.get_all_by_host(ctxt, host)
         except nova_exception.ComputeHostNotFound:
-            return False
+            return []
 
     def _own_service(self, ctxt):
         """This service's record in nova, or None before it has one."""
