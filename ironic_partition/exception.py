@@ -180,17 +180,28 @@ class DatabaseConnectionFailed(MembershipError):
         """
         reason = '%s: %s' % (type(error).__name__,
                              ' '.join(str(error).split()))
-        if (isinstance(error, ImportError) or
-                type(error).__name__ == 'NoSuchModuleError'):
-            # NOTE(ironic-partition): the URL names a driver that is not
-            # installed; SQLAlchemy 2.1 reads a bare postgresql:// as
-            # psycopg 3, which the postgresql extra does not install.
-            reason = _(
-                '%s. The URL\'s database driver is not installed: use '
-                'mysql+pymysql:// (pip install \'ironic-partition[mysql]\') '
-                'or postgresql+psycopg2:// (pip install '
-                '\'ironic-partition[postgresql]\')') % reason
+        hint = missing_driver_hint(error)
+        if hint:
+            reason = '%s. %s' % (reason, hint)
         return cls(connection=connection, reason=reason)
+
+
+def missing_driver_hint(error):
+    """What to do when a database URL names a driver not installed.
+
+    :param error: an exception raised connecting or creating an engine.
+    :returns: one sentence naming the URL forms the extras install, or
+        None when ``error`` is not a missing driver.
+    """
+    if not (isinstance(error, ImportError) or
+            type(error).__name__ == 'NoSuchModuleError'):
+        return None
+    # NOTE(ironic-partition): SQLAlchemy 2.1 reads a bare postgresql:// as
+    # psycopg 3, which the postgresql extra does not install.
+    return _('The URL\'s database driver is not installed: use '
+             'mysql+pymysql:// (pip install \'ironic-partition[mysql]\') '
+             'or postgresql+psycopg2:// (pip install '
+             '\'ironic-partition[postgresql]\')')
 
 
 class DatabaseNotMigrated(MembershipError):

@@ -34,6 +34,7 @@ from ironic_partition.cmd import _args
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import migration
+from ironic_partition import exception
 from ironic_partition import settings as settings_mod
 
 LOG = logging.getLogger(__name__)
@@ -119,12 +120,14 @@ def main(argv=None, conf=None, out=None):
         return conf.command.func(conf, out)
     except Exception as exc:
         LOG.debug('dbsync failed', exc_info=True)
+        hint = exception.missing_driver_hint(exc)
         sys.stderr.write(_('ironic-partition-dbsync %(cmd)s failed for '
-                           '%(conn)s: %(err)s\n') % {
+                           '%(conn)s: %(err)s%(hint)s\n') % {
                                'cmd': conf.command.name,
                                'conn': _urls.mask(
                                    conf.ironic_partition_database.connection),
-                               'err': exc})
+                               'err': exc,
+                               'hint': '. %s' % hint if hint else ''})
         return 1
 
 

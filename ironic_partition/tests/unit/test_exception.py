@@ -41,3 +41,9 @@ class TestDatabaseConnectionFailed(base.TestCase):
         self.assertIn("No module named 'psycopg'. The URL's database driver "
                       "is not installed: use mysql+pymysql://", str(e))
         self.assertIn('postgresql+psycopg2://', str(e))
+
+    def test_the_hint_is_only_for_a_missing_driver(self):
+        self.assertIsNone(exception.missing_driver_hint(
+            RuntimeError('refused')))
+        self.assertIn('postgresql+psycopg2://', exception.missing_driver_hint(
+            ImportError("No module named 'psycopg'")))
