@@ -46,6 +46,9 @@ from ironic_partition.tests.functional import test_cli
 from ironic_partition.tests.functional import test_faults
 
 TIMEOUT = 60
+#: The fast timings, with a holder counted alive for 30 s after its last
+#: heartbeat: longer than a process start on a loaded machine.
+TAKEOVER_TIMINGS = agents_mod.FAST._replace(service_down_time=30)
 
 
 def _ready_share(agent):
@@ -65,7 +68,13 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
         return tuple(row) if row is not None else None
 
     def test_duplicate_host_is_refused_then_taken_over(self):
-        agents = self.start_agents(['a1', 'a2'])
+        # NOTE(ironic-partition): a1 is paused before the takeover starts,
+        # and a takeover of a holder whose heartbeat is older than
+        # service_down_time is refused ("start without a takeover"): the
+        # paused a1 must still count as alive while the new process
+        # starts (several seconds on two loaded cores), so
+        # service_down_time is longer here; the lease stays 4 s.
+        agents = self.start_agents(['a1', 'a2'], timings=TAKEOVER_TIMINGS)
         self.wait_split(['a1', 'a2'], 'a1 and a2 to share the group')
         holder = self._holder()
         self.assertIsNotNone(holder[0])
@@ -118,8 +127,10 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
         # learns it was taken over. Once its lease minus the margin ran
         # out it reports nothing, its instance nodes included, and the new
         # a1 reports them only once it holds their claims: at no instant
-        # do both report a node.
-        agents = self.start_agents(['a1', 'a2'], proxies=True)
+        # do both report a node. (A takeover needs a holder still counted
+        # alive: see test_duplicate_host_is_refused_then_taken_over.)
+        agents = self.start_agents(['a1', 'a2'], proxies=True,
+                                   timings=TAKEOVER_TIMINGS)
         self.wait_split(['a1', 'a2'], 'a1 and a2 to share the group')
         instance_nodes = frozenset(
             agents['a1'].report().get('by_instance') or ())
