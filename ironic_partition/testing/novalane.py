@@ -22,7 +22,8 @@
   provider and every change of a node's host (a move).
 * :func:`parse_compute_log` and :func:`holds` turn a nova-compute log
   into the intervals during which that compute held each node; and
-  :func:`double_held` measures the overlap between computes.
+  :func:`double_held` measures the overlap between computes, and
+  :func:`unheld` the time no compute held a node.
 
 A compute *holds* a node from the resource-tracker run that reports it
 ("Final resource view: name=<node>", nova.compute.resource_tracker at
@@ -257,6 +258,31 @@ def double_held(per_compute):
             holders[host] += delta
             last = when
     return total, overlaps
+
+
+def unheld(per_compute, nodes, start, end):
+    """Measure the time during which no compute held a node.
+
+    :param per_compute: ``{host: {node: [(start, end), ...]}}``.
+    :param nodes: the nodes to measure.
+    :param start: the window's start (seconds since the epoch).
+    :param end: its end.
+    :returns: the node-seconds within ``[start, end]`` during which no
+        compute held the node, summed over ``nodes``.
+    """
+    total = 0.0
+    for node in nodes:
+        spans = sorted((max(s, start), min(e, end))
+                       for spans_of in per_compute.values()
+                       for s, e in spans_of.get(node, ())
+                       if e > start and s < end)
+        covered, cursor = 0.0, start
+        for s, e in spans:
+            if e > cursor:
+                covered += e - max(s, cursor)
+                cursor = e
+        total += (end - start) - covered
+    return total
 
 
 def rss_bytes(pids):

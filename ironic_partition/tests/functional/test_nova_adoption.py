@@ -36,7 +36,6 @@ would be nova's own double management, which this lane does not
 measure).
 """
 
-import logging
 import os
 import re
 import time
@@ -53,7 +52,6 @@ from ironic_partition.testing import novalane
 from ironic_partition.testing import process as harness_process
 from ironic_partition.tests.functional import test_nova_compute
 
-LOG = logging.getLogger(__name__)
 
 HOSTS = ['cn1', 'cn2', 'cn3']
 RESOURCE_CLASS = 'CUSTOM_BAREMETAL'
@@ -85,15 +83,7 @@ class AdoptionLaneTest(test_nova_compute._Lane):
     def setUp(self):
         super().setUp()
         self.created = []
-        self.addCleanup(self._delete_leftovers)
-
-    def _delete_leftovers(self):
-        left = list(self.api.servers(self.created))
-        if left:
-            try:
-                self.api.delete_and_wait(left, 300)
-            except Exception:
-                LOG.exception('Could not delete servers %s', left)
+        self.addCleanup(self.delete_leftovers)
 
     # -- driving nova ---------------------------------------------------
 
@@ -108,16 +98,6 @@ class AdoptionLaneTest(test_nova_compute._Lane):
         servers = self.api.wait_final(ids, PROVISION * 4)
         self.assertEqual({}, harness_api.faults(servers))
         return ids
-
-    def interval(self):
-        """nova's resource-tracker interval in force, in seconds."""
-        return self.cadence('update_resources_interval', 0) or 60
-
-    def runs_since(self, host, since):
-        """The resource-tracker runs a compute began after ``since``."""
-        events = novalane.parse_compute_log(
-            self.nova.computes[host].log_path)
-        return sum(1 for e in events if e.kind == 'run' and e.time >= since)
 
     def switch(self, host, driver):
         """Restart one compute with another ``compute_driver``.
@@ -204,7 +184,7 @@ class AdoptionLaneTest(test_nova_compute._Lane):
         # NOTE(ironic-partition): cn2 leaves the typo's database before
         # it is dropped, once the servers are gone, for the shared one.
         self.addCleanup(self._restore, 'cn2')
-        self.addCleanup(self._delete_leftovers)
+        self.addCleanup(self.delete_leftovers)
         conf = self.nova.workdir + '/typo.conf'
         harness_process.write_config(conf, {'ironic_partition_database': {
             'connection': typo.url}}, join_lists=True)
@@ -228,20 +208,9 @@ class AdoptionLaneTest(test_nova_compute._Lane):
         ids += self.boot_and_wait(2, 'mixed')
         self.assert_mapping_is_novas(t0)
 
-        # Every server is manageable through nova, then deleted (nova's
-        # power sync may have stopped some already: fake hardware).
-        for server in self.api.servers(ids).values():
-            if server.status == 'ACTIVE':
-                self.api.conn.compute.stop_server(server.id)
-        harness.wait_for(
-            lambda: all(s.status == 'SHUTOFF' for s in
-                        self.api.servers(ids).values()), PROVISION * 2,
-            'every server SHUTOFF', interval=1)
-        self.api.delete_and_wait(ids, PROVISION * 4)
-        harness.wait_for(self.records.nodes_available, PROVISION * 4,
-                         'every node back to available', interval=1)
+        # Every server is manageable through nova, then deleted.
+        self.stop_then_delete(ids, PROVISION)
         self.assertEqual([], self.records.problems(ids, RESOURCE_CLASS))
-        self.assertEqual({}, self.records.usages())
         self.assert_mapping_is_novas(t0)
 
     # -- two processes with one host name ---------------------------------

@@ -96,6 +96,17 @@ class TestHolds(base.TestCase):
         self.assertEqual({'n1': [(4, 6, ['cn1', 'cn2'])]}, overlaps)
 
 
+class TestUnheld(base.TestCase):
+
+    def test_gaps_between_holders_in_the_window(self):
+        per = {'cn1': {'n1': [(0, 10)], 'n2': [(0, 30)]},
+               'cn2': {'n1': [(14, 40)], 'n2': [(5, 20)]}}
+        # n1: unheld 10..14 (4 s); n2: always held; n3: never (10 s).
+        self.assertEqual(14.0, novalane.unheld(per, ['n1', 'n2', 'n3'],
+                                               5, 15))
+        self.assertEqual(0.0, novalane.unheld(per, ['n2'], 0, 30))
+
+
 class TestLineTime(base.TestCase):
 
     def test_stamped_line(self):
