@@ -262,6 +262,20 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
                         'agent', '-f', 'value', '-c', 'managed_count')
         self.assertEqual((0, '%d\n' % len(mine)),
                          (value.returncode, value.stdout), value.stderr)
+        # List and mapping columns as a script splits them, not Python's
+        # reprs (csv, for the list commands, in test_ring).
+        value = run_cli('--config-file', self.conf(), 'status', '--role',
+                        'agent', '-f', 'value', '-c', 'peer_list', '-c',
+                        'peers')
+        self.assertEqual(0, value.returncode, value.stderr)
+        self.assertNotIn('[', value.stdout)
+        self.assertNotIn("'", value.stdout)
+        self.assertIn('a1,a2,a3', value.stdout)
+        self.assertIn('live=a1,a2', value.stdout)
+        shell = run_cli('--config-file', self.conf(), 'status', '--role',
+                        'agent', '-f', 'shell', '-c', 'peer_list')
+        self.assertEqual((0, 'peer_list="a1,a2,a3"\n'),
+                         (shell.returncode, shell.stdout), shell.stderr)
 
     def test_ring(self):
         proc = run_cli('--config-file', self.conf(), 'ring', '--role',
@@ -465,6 +479,24 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         self.assertIn('Not checked whether a live agent service lists each '
                       'conductor group', served['details'])
 
+    def test_unmigrated_database_on_both_servers(self):
+        # A database created but never synced: the database row fails
+        # naming dbsync, and nothing that needs the services list says
+        # Success.
+        for backend in ('postgresql', 'mysql'):
+            db = self.useFixture(harness_db.DatabaseFixture(backend))
+            path = self.conf('unmigrated-%s.conf' % backend,
+                             database=db.url)
+            code, checks = self.upgrade_check(path, '--role', 'agent')
+            self.assertEqual(2, code, (backend, checks))
+            database = checks['Membership and claims database']
+            self.assertEqual(2, database['result'], (backend, database))
+            self.assertIn('ironic-partition-dbsync', database['details'])
+            served = checks['Conductor groups and shards served']
+            self.assertEqual(1, served['result'], (backend, served))
+            self.assertIn('Not checked whether a live agent service lists '
+                          'each conductor group', served['details'])
+
     def test_console_scripts_file_errors(self):
         # A file that is missing or does not parse, a bad --role: one line
         # and the documented code, for each console script.
@@ -608,17 +640,24 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         # [DEFAULT] host = compute-1; every tool must describe compute-1,
         # never the machine it runs on.
         self.assertTrue(os.path.exists(INSTALL_GUIDE_CONF), INSTALL_GUIDE_CONF)
-        db = self.useFixture(harness_db.DatabaseFixture(DB_BACKEND))
-        site = self._guide_override('guide-site.conf', db.url)
-        files = ('--config-file', INSTALL_GUIDE_CONF, '--config-file', site)
-        proc = subprocess.run(
-            [harness.process.bin_path('ironic-partition-dbsync')] +
-            list(files) + ['upgrade'], capture_output=True, text=True,
-            timeout=120, env=cli_env(), stdin=subprocess.DEVNULL)
-        self.assertEqual(0, proc.returncode, proc.stderr)
         # NOTE(ironic-partition): quoted, as the messages name hosts; the
         # machine's name may be as short as "vm".
         machine = "'%s'" % socket.gethostname().lower()
+        # The schema, then compute-1's status, on either server.
+        for backend in ('mysql', DB_BACKEND):
+            db = self.useFixture(harness_db.DatabaseFixture(backend))
+            site = self._guide_override('guide-%s.conf' % backend, db.url)
+            files = ('--config-file', INSTALL_GUIDE_CONF, '--config-file',
+                     site)
+            proc = subprocess.run(
+                [harness.process.bin_path('ironic-partition-dbsync')] +
+                list(files) + ['upgrade'], capture_output=True, text=True,
+                timeout=120, env=cli_env(), stdin=subprocess.DEVNULL)
+            self.assertEqual(0, proc.returncode, proc.stderr)
+            proc = run_cli(*(files + ('status', '-f', 'value', '-c',
+                                      'host')))
+            self.assertEqual((0, 'compute-1\n'),
+                             (proc.returncode, proc.stdout), proc.stderr)
         for command in (('status', '-f', 'json'), ('ring', '-f', 'json')):
             proc = run_cli(*(files + command))
             self.assertNotIn(machine, proc.stderr)

@@ -425,6 +425,62 @@ class InspectionHookTestCase(test_cli.SharedIronic, base.BaseTestCase):
         self.assertEqual(('driver_info.redfish_address', '10.2.0.44'),
                          (record['matched_by'], record['matched_value']))
 
+    def test_group_without_an_alive_conductor_in_one_sentence(self):
+        # A rack whose only conductor died: eight nodes, more than the
+        # handful named one by one. The upgrade check says it once, with
+        # the count and the first few; status of a service of that group
+        # says what to do. NOTE(ironic-partition): the nodes stay (deleting
+        # a node needs an alive conductor of its group); no other test of
+        # the class lists the group 'rack7'.
+        gone = self.ironic.make_conductor('gone', 'rack7')
+        self.addCleanup(gone.kill)
+        gone.start()
+        self.ironic.wait_for_conductors(alive=[gone], timeout=TIMEOUT)
+        nodes = harness.bulk_enroll(self.ironic.config_file, 8, ['rack7'],
+                                    name_prefix='gone',
+                                    provision_state='available')
+        gone.kill()
+        self.ironic.wait_for_conductors(alive=[], dead=[gone],
+                                        timeout=TIMEOUT)
+        workdir = self.useFixture(fixtures.TempDir()).path
+        conf = harness_cli.agent_conf(
+            os.path.join(workdir, 'rack7.conf'), self.ironic.endpoint,
+            'r7', 'rack7', ['r7'], workdir)
+        proc = subprocess.run(
+            [sys.executable, '-m', 'ironic_partition.cmd.upgrade_check',
+             '--config-file', conf, '--role', 'agent', '--new-deployment',
+             'upgrade', 'check', '--json'],
+            capture_output=True, text=True, timeout=120,
+            env=harness_cli.cli_env(), stdin=subprocess.DEVNULL)
+        self.addDetail('upgrade-check', content.text_content(proc.stdout))
+        self.assertEqual(2, proc.returncode, proc.stderr)
+        checks = {c['check']: c for c in json.loads(proc.stdout)['checks']}
+        served = checks['Conductor groups and shards served']
+        self.assertEqual(2, served['result'], served)
+        lines = [line for line in served['details'].splitlines()
+                 if "'rack7'" in line]
+        self.assertEqual(1, len(lines), served['details'])
+        self.assertIn("8 nodes are in conductor group 'rack7', where no "
+                      "alive conductor serves their hardware type",
+                      lines[0])
+        self.assertEqual(5, sum(1 for n in nodes if n['name'] in lines[0]))
+        # status of the group's service (its schema created): the advice
+        # names the cause.
+        proc = subprocess.run(
+            [sys.executable, '-m', 'ironic_partition.cmd.dbsync',
+             '--config-file', conf, 'upgrade'], capture_output=True,
+            text=True, timeout=120, env=harness_cli.cli_env(),
+            stdin=subprocess.DEVNULL)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        proc = harness_cli.run_cli('--config-file', conf, 'status',
+                                   '--role', 'agent', '-f', 'json')
+        self.addDetail('status', content.text_content(
+            proc.stdout + proc.stderr))
+        advice = ' '.join(json.loads(proc.stdout)['advice'])
+        self.assertIn('No conductor of conductor group rack7 is alive '
+                      '(dead: %s)' % gone.hostname, advice)
+        self.assertIn('the 8 nodes of the group', advice)
+
     def test_refusal_can_fail_the_inspection(self):
         # NOTE(ironic-partition): with "strict" as its default group, a
         # node there is not explicitly placed: the map applies to it.
