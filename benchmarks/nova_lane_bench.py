@@ -223,6 +223,20 @@ def print_table(results, out=sys.stdout):
     write_rst_table(header, body, out)
 
 
+def report(results, print_table, json_path=None):
+    """Print a benchmark's table, and write its figures as JSON.
+
+    :param results: the figures.
+    :param print_table: the benchmark's table printer.
+    :param json_path: where to write them too, or None.
+    :returns: None
+    """
+    print_table(results)
+    if json_path:
+        with open(json_path, 'w') as stream:
+            json.dump(results, stream, indent=2)
+
+
 def write_rst_table(header, body, out=sys.stdout):
     """Write a simple RST table.
 
@@ -287,10 +301,7 @@ def main(argv=None):
               args.nodes, len(group), ','.join(HOSTS),
               ', '.join('%s=%s' % kv for kv in sorted(cadence.items())),
               *load))
-    print_table(results)
-    if args.json:
-        with open(args.json, 'w') as stream:
-            json.dump(results, stream, indent=2)
+    report(results, print_table, args.json)
     return 0
 
 

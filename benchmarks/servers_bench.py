@@ -39,7 +39,7 @@ RabbitMQ of tools/test-setup.sh)::
 
 import argparse
 import collections
-import json
+import contextlib
 import logging
 import os
 import statistics
@@ -177,18 +177,23 @@ def _burst(api, records, nova, count, prefix, timeout, kill=None):
     return figures
 
 
-def run_driver(label, driver, ironic, glance, neutron, count, timeout):
-    """Both bursts with one driver.
+@contextlib.contextmanager
+def deployed(ironic, glance, neutron, hosts, driver, **kwargs):
+    """nova with nova-api, booting on ``ironic``; torn down after.
 
-    :returns: ``{phase: figures}`` plus the driver's name.
+    :param hosts: the computes started.
+    :param driver: nova's ``compute_driver``.
+    :param kwargs: more :class:`~ironic_partition.testing.nova.
+        NovaFixture` arguments.
+    :returns: a context manager giving ``(nova, api, records,
+        recorder)``.
     """
     nova = harness_nova.NovaFixture(
-        ironic.endpoint, HOSTS, partition_key='rack1', driver=driver,
+        ironic.endpoint, hosts, partition_key='rack1', driver=driver,
         db_backend='postgresql', glance_endpoint=glance.endpoint,
         neutron_endpoint=neutron.endpoint,
-        partition_options={'membership_stale_timeout': 20})
+        partition_options={'membership_stale_timeout': 20}, **kwargs)
     nova.setUp()
-    results = {'driver': label}
     try:
         api = harness_api.NovaAPIFixture(nova, glance)
         api.setUp()
@@ -201,27 +206,7 @@ def run_driver(label, driver, ironic, glance, neutron, count, timeout):
                                          nova.placement_endpoint)
             recorder.start()
             try:
-                harness.wait_for(
-                    lambda: len(recorder.current_providers) >= count,
-                    timeout, 'the nodes in placement', interval=1)
-                for phase, kill in (('burst', None),
-                                    ('burst + kill', 'cn2')):
-                    since = time.time()
-                    figures = _burst(api, records, nova, count,
-                                     phase.replace(' + ', '-'), timeout,
-                                     kill=kill)
-                    per = {h: novalane.holds(novalane.parse_compute_log(
-                        c.log_path)) for h, c in nova.computes.items()}
-                    _seconds, overlaps = novalane.double_held(per)
-                    figures['double_held_node_seconds'] = sum(
-                        (e - s) * (len(h) - 1) for spans in overlaps.values()
-                        for s, e, h in spans if e > since)
-                    results[phase] = figures
-                damage = recorder.damage()
-                results['deleted_rows'] = len(damage['deleted_rows'])
-                results['providers_lost'] = (
-                    len(damage['vanished_providers']) +
-                    len(damage['changed_providers']))
+                yield nova, api, records, recorder
             finally:
                 recorder.stop()
                 records.close()
@@ -229,6 +214,83 @@ def run_driver(label, driver, ironic, glance, neutron, count, timeout):
             api.cleanUp()
     finally:
         nova.cleanUp()
+
+
+def add_common_args(parser):
+    """The options every nova-api benchmark takes.
+
+    :param parser: an ``argparse.ArgumentParser``.
+    :returns: None
+    """
+    parser.add_argument('--timeout', type=int, default=600,
+                        help='seconds allowed for each wait')
+    parser.add_argument('--json', help='also write the figures here')
+    parser.add_argument('--driver', action='append',
+                        choices=[d[0] for d in DRIVERS],
+                        help='run only these drivers')
+
+
+@contextlib.contextmanager
+def shared_services(nodes, **ironic_kwargs):
+    """A real Ironic with ``nodes`` in ``rack1``, glance and neutron.
+
+    :param nodes: how many nodes to enroll, ``available``.
+    :param ironic_kwargs: more :class:`~ironic_partition.testing.
+        IronicFixture` arguments.
+    :returns: a context manager giving ``(ironic, glance, neutron, node
+        UUIDs)``; every service is torn down after.
+    """
+    fixtures = []
+    try:
+        ironic = harness.IronicFixture(db_backend='postgresql',
+                                       conductor_groups=['rack1'],
+                                       **ironic_kwargs)
+        ironic.setUp()
+        fixtures.append(ironic)
+        group = sorted(n['uuid'] for n in harness.bulk_enroll(
+            ironic.config_file, nodes, ['rack1'],
+            provision_state='available'))
+        glance = harness_glance.GlanceFixture()
+        glance.setUp()
+        fixtures.append(glance)
+        neutron = harness_neutron.NeutronFixture()
+        neutron.setUp()
+        fixtures.append(neutron)
+        yield ironic, glance, neutron, group
+    finally:
+        for fixture in reversed(fixtures):
+            fixture.cleanUp()
+
+
+def run_driver(label, driver, ironic, glance, neutron, count, timeout):
+    """Both bursts with one driver.
+
+    :returns: ``{phase: figures}`` plus the driver's name.
+    """
+    results = {'driver': label}
+    with deployed(ironic, glance, neutron, HOSTS, driver) as (
+            nova, api, records, recorder):
+        harness.wait_for(
+            lambda: len(recorder.current_providers) >= count,
+            timeout, 'the nodes in placement', interval=1)
+        for phase, kill in (('burst', None),
+                            ('burst + kill', 'cn2')):
+            since = time.time()
+            figures = _burst(api, records, nova, count,
+                             phase.replace(' + ', '-'), timeout,
+                             kill=kill)
+            per = {h: novalane.holds(novalane.parse_compute_log(
+                c.log_path)) for h, c in nova.computes.items()}
+            _seconds, overlaps = novalane.double_held(per)
+            figures['double_held_node_seconds'] = sum(
+                (e - s) * (len(h) - 1) for spans in overlaps.values()
+                for s, e, h in spans if e > since)
+            results[phase] = figures
+        damage = recorder.damage()
+        results['deleted_rows'] = len(damage['deleted_rows'])
+        results['providers_lost'] = (
+            len(damage['vanished_providers']) +
+            len(damage['changed_providers']))
     return results
 
 
@@ -278,40 +340,20 @@ def main(argv=None):
                         help='servers per burst')
     parser.add_argument('--nodes', type=int, default=36,
                         help='nodes, all in rack1')
-    parser.add_argument('--timeout', type=int, default=600,
-                        help='seconds allowed for each wait')
-    parser.add_argument('--json', help='also write the figures here')
-    parser.add_argument('--driver', action='append',
-                        choices=[d[0] for d in DRIVERS],
-                        help='run only these drivers')
+    add_common_args(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     load = os.getloadavg()
     started = time.time()
-    fixtures = []
     results = []
-    try:
-        ironic = harness.IronicFixture(
-            db_backend='postgresql', conductor_groups=['rack1'],
-            extra_config={'conductor': {'automated_clean': True}})
-        ironic.setUp()
-        fixtures.append(ironic)
-        harness.bulk_enroll(ironic.config_file, args.nodes, ['rack1'],
-                            provision_state='available')
-        glance = harness_glance.GlanceFixture()
-        glance.setUp()
-        fixtures.append(glance)
-        neutron = harness_neutron.NeutronFixture()
-        neutron.setUp()
-        fixtures.append(neutron)
+    with shared_services(args.nodes, extra_config={
+            'conductor': {'automated_clean': True}}) as (
+                ironic, glance, neutron, _group):
         for label, driver in DRIVERS:
             if args.driver and label not in args.driver:
                 continue
             results.append(run_driver(label, driver, ironic, glance,
                                       neutron, args.servers, args.timeout))
-    finally:
-        for fixture in reversed(fixtures):
-            fixture.cleanUp()
     cadence = harness_nova.SHORT_CADENCE
     print('%d servers per burst on %d nodes (conductor group rack1), '
           'computes %s with peer_list, nova and placement on PostgreSQL, '
@@ -320,10 +362,7 @@ def main(argv=None):
               args.servers, args.nodes, ','.join(HOSTS),
               ', '.join('%s=%s' % kv for kv in sorted(cadence.items())),
               *load, *os.getloadavg(), time.time() - started))
-    print_table(results)
-    if args.json:
-        with open(args.json, 'w') as stream:
-            json.dump(results, stream, indent=2)
+    nova_lane_bench.report(results, print_table, args.json)
     return 0
 
 
