@@ -49,14 +49,15 @@ HYPERVISOR_TYPE = 'ironic'
 def _load_nova():
     """Import the parts of nova this backend uses.
 
-    :returns: a namespace with ``context``, ``objects`` and
-        ``servicegroup``.
+    :returns: a namespace with ``context``, ``exception``, ``objects``
+        and ``servicegroup``.
     """
     from nova import context  # noqa: H302
+    from nova import exception as nova_exception  # noqa: H302
     from nova import objects  # noqa: H302
     from nova import servicegroup  # noqa: H302
-    return types.SimpleNamespace(context=context, objects=objects,
-                                 servicegroup=servicegroup)
+    return types.SimpleNamespace(context=context, exception=nova_exception,
+                                 objects=objects, servicegroup=servicegroup)
 
 
 class _Record:
@@ -195,10 +196,8 @@ class NovaMembership(base.MembershipBackend):
         try:
             nodes = self._nova.objects.ComputeNodeList.get_all_by_host(
                 ctxt, self._spelling.get(host, host))
-        except Exception as exc:
-            if type(exc).__name__ == 'ComputeHostNotFound':
-                return frozenset()
-            raise
+        except self._nova.exception.ComputeHostNotFound:
+            return frozenset()
         return frozenset((n.hypervisor_hostname or '').lower()
                          for n in nodes)
 

@@ -22,6 +22,10 @@ from ironic_partition.membership import nova
 from ironic_partition import settings as settings_mod
 
 
+class ComputeHostNotFound(Exception):
+    """nova's exception, as the fake nova raises it."""
+
+
 class TestNovaMembership(test_base.BaseTestCase):
 
     def setUp(self):
@@ -31,7 +35,8 @@ class TestNovaMembership(test_base.BaseTestCase):
         self.up = {'Me', 'Up', 'Other'}
         self.fake = types.SimpleNamespace(
             context=mock.Mock(), objects=mock.Mock(),
-            servicegroup=mock.Mock())
+            servicegroup=mock.Mock(), exception=types.SimpleNamespace(
+                ComputeHostNotFound=ComputeHostNotFound))
         self.list_computes = (
             self.fake.objects.ServiceList.get_all_computes_by_hv_type)
         self.list_computes.return_value = self.services
@@ -97,8 +102,6 @@ class TestNovaMembership(test_base.BaseTestCase):
             self.fake.context.get_admin_context.return_value, 'Up')
 
     def test_compute_node_names_of_a_host_without_any(self):
-        class ComputeHostNotFound(Exception):
-            pass
         get = self.fake.objects.ComputeNodeList.get_all_by_host
         get.side_effect = ComputeHostNotFound('none')
         self.assertEqual(frozenset(),
