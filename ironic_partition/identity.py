@@ -262,8 +262,12 @@ class Identity(object):
                  '%(inc)s', {'host': self.host, 'role': self.role,
                              'inc': self.incarnation})
 
-    def beat(self, partition_key=None, version=None, shard=None):
+    def beat(self, partition_key=None, version=None, shard=None,
+             outside_peers=None):
         """Heartbeat, only while this incarnation holds the host name.
+
+        :param outside_peers: the peers this service counts from nova's
+            service group, recorded for ``status`` and ``check``.
 
         :raises IdentityLost: when another incarnation took it over.
         :raises: database errors, for the caller's retry logic.
@@ -272,7 +276,8 @@ class Identity(object):
         self.check()
         if not self.db.services.beat(
                 self.host, self.role, self.incarnation,
-                partition_key=partition_key, version=version, shard=shard):
+                partition_key=partition_key, version=version, shard=shard,
+                outside_peers=outside_peers):
             self.mark_lost(self.db.services.describe_holder(self.host,
                                                             self.role))
             self.check()

@@ -294,6 +294,11 @@ class Partitioner(object):
         if self.outside is not None:
             membership = self.outside.merge(membership, settings, peers,
                                             node_ids=node_ids)
+            # NOTE(ironic-partition): for status and check, which cannot
+            # read nova's service group.
+            note = getattr(self.membership, 'note_outside', None)
+            if note is not None:
+                note(membership.outside)
         if not membership.stale:
             self._stale_since = None
             return membership

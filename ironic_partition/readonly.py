@@ -85,7 +85,9 @@ def open_membership(settings, role):
     """Open the configured membership backend read-only.
 
     Nothing joins: the database backend is checked and read but sends no
-    heartbeat, so a CLI run never looks like a live service.
+    heartbeat, so a CLI run never looks like a live service. Its
+    ``members()`` counts the peers that the live computes count from
+    nova's service group, as they recorded them.
 
     :param settings: the :class:`~ironic_partition.settings.Settings`.
     :param role: the role whose services to read.
@@ -104,6 +106,9 @@ def open_membership(settings, role):
     store = getattr(backend, 'store', None)
     if store is not None:
         check_database(store.db)
+        # NOTE(ironic-partition): the peers the computes count from nova's
+        # service group, as they recorded them: the ring they use.
+        backend.count_recorded_outside = True
     else:
         backend.start()
     return backend

@@ -361,6 +361,18 @@ def _check_peers(settings, membership, report, new_deployment=False,
     # During a rolling adoption, a peer still on nova's own driver never
     # does: nova-compute counts it from nova's service group.
     never = () if new_deployment else sorted(membership.never_seen)
+    for peer, by in getattr(membership, 'counted_by', ()):
+        finding = report.warning if adopting else report.problem
+        finding('peers', _(
+            'Peer %(peer)r is up in nova\'s service group but never '
+            'heartbeats the membership database: %(by)s count it in the '
+            'ring and leave its share of the nodes to it. It runs nova\'s '
+            'own driver (%(when)s), or this driver with another '
+            '[ironic_partition_database] connection (correct it).') % {
+                'peer': peer, 'by': ', '.join(by),
+                'when': (_('expected during a rolling switch, --adopting')
+                         if adopting else _('finish the switch, or pass '
+                                            '--adopting while it lasts'))})
     if adopting:
         for peer in never:
             report.warning('peers', _(

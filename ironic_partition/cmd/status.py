@@ -220,6 +220,8 @@ def to_dict(data):
             'live': sorted(membership.live),
             'dead': sorted(membership.dead),
             'never_seen': sorted(membership.never_seen),
+            'outside': {peer: list(by) for peer, by in
+                        getattr(membership, 'counted_by', ())},
             'stale': membership.stale,
             'as_of': (membership.as_of.isoformat()
                       if membership.as_of is not None else None),
@@ -276,6 +278,18 @@ def advice(doc):
                        '--instance-hosts to tell which belong to peers '
                        'that are not alive (stranded).')
                      % doc['foreign_count'])
+    outside = doc['peers'].get('outside')
+    if outside:
+        lines.append(_('%(peers)s run nova\'s own driver, or this driver '
+                       'with another [ironic_partition_database] '
+                       'connection: up in nova\'s service group, they '
+                       'never heartbeat %(db)s. Their share of the ring is '
+                       'left to them (reported by them, claimed by '
+                       'nobody). Finish switching their compute_driver, or '
+                       'correct their connection; this goes away once '
+                       'they heartbeat it.')
+                     % {'peers': ', '.join(sorted(outside)),
+                        'db': doc['membership_connection'] or '?'})
     conductors = doc.get('conductors')
     if conductors is not None and not conductors['alive']:
         lines.append(_('No conductor of conductor group %(group)s is alive '
@@ -308,9 +322,13 @@ class PeersColumn(columns.FormattableColumn):
         holders = {s['host']: s for s in services or ()}
         names = (set(peers['live']) | set(peers['dead'])
                  | set(peers['never_seen']) | set(peer_list))
+        outside = peers.get('outside') or {}
         lines = []
         for name in sorted(names):
-            if name in peers['live']:
+            if name in outside:
+                state = _('live in nova, outside the membership database '
+                          '(counted by %s)') % ', '.join(outside[name])
+            elif name in peers['live']:
                 state = _('live')
             elif name in peers['dead']:
                 state = _('dead')

@@ -220,7 +220,10 @@ class Service(Base):
     it. ``shard`` is the Ironic shard of the service's partition, NULL
     when it has none. ``database_node`` is the database node that took
     the last heartbeat (:class:`server_node`), NULL where the database
-    cannot tell.
+    cannot tell. ``outside_peers`` lists, comma-separated, the peers a
+    nova-compute counts in its ring from nova's service group while they
+    do not heartbeat this database (NULL when none): for ``status`` and
+    ``check``, which cannot read nova's service group.
     """
 
     __tablename__ = 'ironic_partition_services'
@@ -257,6 +260,8 @@ class Service(Base):
         sa.String(SHARD_LENGTH), nullable=True)
     database_node: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(DATABASE_NODE_LENGTH), nullable=True)
+    outside_peers: orm.Mapped[str | None] = orm.mapped_column(
+        sa.Text, nullable=True)
 
 
 class Claim(Base):

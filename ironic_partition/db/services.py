@@ -43,13 +43,15 @@ from ironic_partition import exception
 #: ``incarnation`` is None once the process gave the host name up;
 #: ``started_at`` (server clock), ``origin`` and ``shard`` may be None;
 #: ``database_node`` is the database node that took the last heartbeat
-#: (``host:port``; None where the database cannot tell).
+#: (``host:port``; None where the database cannot tell);
+#: ``outside_peers`` the peers the service last said it counts from
+#: nova's service group (a tuple, empty when none).
 ServiceRecord = collections.namedtuple(
     'ServiceRecord',
     ['host', 'role', 'partition_key', 'version', 'created_at', 'last_seen',
      'down', 'alive', 'incarnation', 'started_at', 'origin', 'shard',
-     'database_node'],
-    defaults=(None, None, None, None, None))
+     'database_node', 'outside_peers'],
+    defaults=(None, None, None, None, None, ()))
 
 #: What :meth:`ServicesAPI.register_service` did: ``adoptable`` is the
 #: previous incarnation whose claims the new one may adopt (provably
@@ -60,6 +62,24 @@ Registration = collections.namedtuple('Registration',
 
 #: The services of one role and the server's clock when they were read.
 Snapshot = collections.namedtuple('Snapshot', ['as_of', 'services'])
+
+
+def join_peers(peers):
+    """The ``outside_peers`` column's value for some host names.
+
+    :param peers: an iterable of host names, or None.
+    :returns: the sorted names, comma-separated; None when there are none.
+    """
+    return ','.join(sorted(peers)) if peers else None
+
+
+def split_peers(value):
+    """The host names of an ``outside_peers`` value.
+
+    :param value: the column's value, or None.
+    :returns: a tuple of names.
+    """
+    return tuple(p for p in (value or '').split(',') if p)
 
 
 def key(host, role):
@@ -232,7 +252,7 @@ class ServicesAPI(object):
 
     @_common.retry
     def beat(self, host, role, incarnation, partition_key=None,
-             version=None, shard=None):
+             version=None, shard=None, outside_peers=None):
         """Heartbeat for an incarnation, only while it holds the host name.
 
         :param host: the host name.
@@ -241,6 +261,8 @@ class ServicesAPI(object):
         :param partition_key: recorded in the row.
         :param version: recorded in the row.
         :param shard: recorded in the row.
+        :param outside_peers: the peers this service counts from nova's
+            service group, recorded in the row (none: NULL).
         :returns: True when recorded; False when the row names another
             incarnation (or none): this one lost the host name.
         """
@@ -251,7 +273,8 @@ class ServicesAPI(object):
                 conn, host, role, incarnation, partition_key=partition_key,
                 version=version, shard=shard, down=False,
                 last_seen=models.utcnow(),
-                database_node=models.server_node())
+                database_node=models.server_node(),
+                outside_peers=join_peers(outside_peers))
         self._db.stats['heartbeats'] += 1
         return bool(matched)
 
@@ -356,7 +379,8 @@ class ServicesAPI(object):
             table.c.down,
             sa.case((alive, sa.literal(1)), else_=sa.literal(0)),
             table.c.incarnation, table.c.started_at, table.c.origin,
-            table.c.shard, table.c.database_node, models.utcnow(),
+            table.c.shard, table.c.database_node, table.c.outside_peers,
+            models.utcnow(),
         ).where(table.c.role == role).order_by(table.c.host)
         with self._db.reader() as conn:
             rows = conn.execute(query).all()
@@ -370,6 +394,7 @@ class ServicesAPI(object):
                           last_seen=_common.utc(row[5]), down=bool(row[6]),
                           alive=bool(row[7]), incarnation=row[8],
                           started_at=_common.utc(row[9]), origin=row[10],
-                          shard=row[11], database_node=row[12])
+                          shard=row[11], database_node=row[12],
+                          outside_peers=split_peers(row[13]))
             for row in rows)
         return Snapshot(as_of=_common.utc(now), services=services)

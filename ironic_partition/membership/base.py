@@ -88,6 +88,9 @@ class Membership:
         are up, while they do not heartbeat this membership: they run
         nova's own driver, or ours on another claims database. They are
         ring members; their share is theirs (:func:`with_outside`).
+    :param counted_by: for the CLI's reads, which peer in ``outside``
+        which live services count: ``((peer, (host, ...)), ...)``
+        (:func:`with_recorded_outside`); empty inside nova-compute.
     """
 
     live: frozenset
@@ -98,6 +101,7 @@ class Membership:
     elsewhere: frozenset = frozenset()
     alive_anywhere: frozenset = frozenset()
     outside: frozenset = frozenset()
+    counted_by: tuple = ()
 
     def replace(self, **changes):
         """Return a copy with some fields changed.
@@ -222,6 +226,41 @@ def with_outside(membership, seen):
         stale=membership.stale or seen.stale,
         alive_anywhere=membership.alive_anywhere | seen.live,
         outside=outside)
+
+
+def with_recorded_outside(membership, records, peer_list):
+    """Count the peers that this partition's live services count outside.
+
+    The CLI cannot read nova's service group; each nova-compute records,
+    with its heartbeat, the peers it counts from there
+    (:func:`with_outside`). Merged here, ``status`` and ``check`` see the
+    ring the computes use, and who counts whom.
+
+    :param membership: the :class:`Membership` read from ``records``.
+    :param records: the heartbeat records, with ``outside_peers``.
+    :param peer_list: the peer list read with, or None (unpartitioned):
+        a recorded peer outside it is not counted.
+    :returns: a :class:`Membership` with those peers in ``live`` and
+        ``outside``, and ``counted_by`` saying by whom.
+    """
+    peers = normalize_peers(peer_list)
+    by = {}
+    for rec in records:
+        name = ip_conf.normalize_host(rec.host)
+        if not rec.alive or name not in membership.live:
+            continue
+        for peer in getattr(rec, 'outside_peers', ()) or ():
+            peer = ip_conf.normalize_host(peer)
+            if peers is None or peer in peers:
+                by.setdefault(peer, set()).add(name)
+    if not by:
+        return membership
+    recorded = frozenset(by)
+    merged = with_outside(membership, Membership(
+        live=membership.live | recorded,
+        never_seen=membership.never_seen - recorded))
+    return merged.replace(counted_by=tuple(
+        (peer, tuple(sorted(by[peer]))) for peer in sorted(merged.outside)))
 
 
 class MembershipBackend(metaclass=abc.ABCMeta):

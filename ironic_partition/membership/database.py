@@ -120,6 +120,14 @@ class DatabaseMembership(base.MembershipBackend):
         #: a recent failure.
         self._outage_peers = None
         self._outage_seen = None
+        #: The peers this service counts from outside this database
+        #: (:meth:`note_outside`), recorded with each heartbeat.
+        self._outside = frozenset()
+        #: Whether :meth:`members` also counts the peers that live
+        #: services of the partition recorded as counted from outside:
+        #: for the CLI, which cannot read nova's service group
+        #: (:func:`~ironic_partition.readonly.open_membership`).
+        self.count_recorded_outside = False
 
     @property
     def identity(self):
@@ -236,6 +244,7 @@ class DatabaseMembership(base.MembershipBackend):
                 self.identity.register(self.partition_key, self.version,
                                        **self._shard_kwargs())
             self.identity.beat(self.partition_key, self.version,
+                               outside_peers=self._outside,
                                **self._shard_kwargs())
         except exception.IdentityLost:
             # NOTE(ironic-partition): final: another incarnation holds the
@@ -263,6 +272,18 @@ class DatabaseMembership(base.MembershipBackend):
                      'database succeeded again after %(n)d failures',
                      {'host': self.host, 'role': self.role, 'n': failures})
         return True
+
+    def note_outside(self, peers):
+        """Record, from the next heartbeat on, the peers counted outside.
+
+        The peers this service counts in its ring because nova's service
+        group has them up while they do not heartbeat this database: the
+        CLI reads them back (:attr:`count_recorded_outside`).
+
+        :param peers: an iterable of host names.
+        :returns: None
+        """
+        self._outside = frozenset(peers)
 
     # Queries.
 
@@ -312,9 +333,13 @@ class DatabaseMembership(base.MembershipBackend):
             LOG.info('Reading the membership database works again')
         if self._watching:
             self._check_writers(snapshot.services)
-        return base.compute_membership(
+        membership = base.compute_membership(
             self.host, self._after_outage(snapshot.services), partition_key,
             peer_list, snapshot.as_of, shard=shard)
+        if self.count_recorded_outside:
+            membership = base.with_recorded_outside(
+                membership, snapshot.services, peer_list)
+        return membership
 
     def _note_outage(self):
         """Remember that the database failed this service just now."""

@@ -90,6 +90,8 @@ class Membership(object):
         self.live = frozenset(live)
         self.dead = frozenset(dead)
         self.never_seen = frozenset(never_seen)
+        #: What the live computes count from nova's service group.
+        self.counted_by = ()
         self.partition_key = None
         self.started = 0
         self.stopped = 0
@@ -108,8 +110,11 @@ class Membership(object):
     def members(self, partition_key=None, peer_list=None):
         if self.fault is not None:
             raise self.fault
-        return mbase.Membership(live=self.live, dead=self.dead,
-                                never_seen=self.never_seen)
+        outside = frozenset(peer for peer, _by in self.counted_by)
+        return mbase.Membership(live=self.live | outside,
+                                dead=self.dead - outside,
+                                never_seen=self.never_seen - outside,
+                                outside=outside, counted_by=self.counted_by)
 
     def status(self):
         return {'backend': self.name, 'connection': None}

@@ -87,6 +87,22 @@ class TestStatus(CommandTestCase):
         self.assertIn('nova-manage db ironic_compute_node_move', text)
         self.assertIn('--down a2', text)
 
+    def test_peers_counted_from_novas_service_group(self):
+        # a1 (a compute of ours) counts a2, up in nova on nova's own
+        # driver: status shows the ring the computes use, and says who
+        # counts a2 and what to do.
+        self.membership.counted_by = (('a2', ('a1',)),)
+        doc = status.to_dict(status.gather(self.conf, 'agent', self.HOSTS))
+        self.assertEqual({'a2': ['a1']}, doc['peers']['outside'])
+        self.assertEqual(['a1', 'a2', 'a3'], doc['ring_members'])
+        text = fakes.human_record(status.present(doc))
+        self.assertIn('a2: live in nova, outside the membership database '
+                      '(counted by a1)', text)
+        [line] = [a for a in status.advice(doc) if 'own driver' in a]
+        self.assertIn("a2 run nova's own driver, or this driver with "
+                      "another [ironic_partition_database] connection",
+                      line)
+
     def test_no_alive_conductor_is_advice(self):
         self.client.conductors = [dict(c, alive=False)
                                   for c in self.client.conductors]
@@ -337,6 +353,24 @@ class TestCheck(CommandTestCase):
                       warnings[0])
         self.assertIn('without --adopting once every compute',
                       warnings[1])
+
+    def test_peers_counted_outside_fail_unless_adopting(self):
+        # A live compute counts a2 from nova's service group: a problem
+        # naming it and who counts it, a warning while --adopting.
+        self.membership.dead = frozenset()
+        self.membership.counted_by = (('a2', ('a1', 'a3')),)
+        doc = checks.run_checks(self.conf, 'agent')
+        [problem] = [p['message'] for p in doc['problems']
+                     if p['check'] == 'peers']
+        self.assertIn("Peer 'a2' is up in nova's service group but never "
+                      "heartbeats the membership database: a1, a3 count "
+                      "it", problem)
+        self.assertIn('pass --adopting while it lasts', problem)
+        doc = checks.run_checks(self.conf, 'agent', adopting=True)
+        self.assertEqual([], doc['problems'])
+        [warning] = [w['message'] for w in doc['warnings']
+                     if w['check'] == 'peers']
+        self.assertIn('expected during a rolling switch', warning)
 
     def test_host_missing_and_unknown_group(self):
         self.config(group='ironic', partition_key='rack9',

@@ -180,6 +180,38 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         (svc,) = b.store.services.services('conductor', 30).services
         self.assertEqual('rack2', svc.partition_key)
 
+    def test_peers_counted_outside_are_recorded_for_the_cli(self):
+        # A compute counts peers from nova's service group; the CLI reads
+        # them back from its heartbeat, with who counts them, within its
+        # own peer list, and only while the compute that counts is live.
+        me = self._backend(partition_key='Rack1')
+        me.start()
+        me.note_outside(['cn2', 'cn3'])
+        self.assertTrue(me.heartbeat())
+        cli = self._backend(host='cn4', partition_key='rack1')
+        cli.count_recorded_outside = True
+        seen = cli.members('rack1', ['me', 'cn2', 'cn4', 'cn5'])
+        self.assertEqual({'me', 'cn2', 'cn4'}, seen.live)
+        self.assertEqual({'cn2'}, seen.outside)
+        self.assertEqual((('cn2', ('me',)),), seen.counted_by)
+        self.assertEqual({'cn5'}, seen.never_seen)
+        # Inside a compute the recorded view is not used: nova's is.
+        self.assertEqual(frozenset(), me.members(
+            'rack1', ['me', 'cn2', 'cn4']).outside)
+        # Another partition's compute does not count here.
+        self.assertEqual(frozenset(), cli.members(
+            'rack2', ['me', 'cn2', 'cn4']).outside)
+        # Once none is counted, the next heartbeat clears it.
+        me.note_outside([])
+        self.assertTrue(me.heartbeat())
+        self.assertEqual((), cli.members('rack1', ['me', 'cn2',
+                                                   'cn4']).counted_by)
+        me.note_outside(['cn2'])
+        self.assertTrue(me.heartbeat())
+        me.stop()
+        self.assertEqual(frozenset(), cli.members(
+            'rack1', ['me', 'cn2', 'cn4']).outside)
+
     def test_several_database_nodes_reconnect_then_refuse(self):
         logger = self.useFixture(fixtures.FakeLogger())
         b = self._backend(partition_key='')
