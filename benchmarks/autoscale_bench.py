@@ -12,18 +12,27 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Side by side: computes scaled up and down, our driver against nova 34's.
+"""Side by side: computes scaled, and switched, our driver against nova 34's.
 
 For each driver, on the same real Ironic (same nodes, conductor group
 ``rack1``), one deployment of placement, nova-api, nova-scheduler,
 nova-conductor, glance, neutron and nova-computes with ``[ironic]
-peer_list = cn1,...,cn5`` (nova's deprecated HA) goes through the same
-schedule of replicas, by default 1 -> 4 -> 2 -> 5 -> 1, a change every
-two resource-tracker runs. At each change, as an autoscaler with a
-pre-stop hook would: the servers of the replicas removed are deleted,
-those replicas stopped (SIGTERM) and seen down by nova, the new ones
-started, and servers booted through nova-api at once, while the nodes
-move.
+peer_list`` (nova's deprecated HA) goes through the same scenario:
+
+``autoscale``
+    computes ``cn1,...,cn5``, replicas on a schedule, by default
+    1 -> 4 -> 2 -> 5 -> 1, a change every two resource-tracker runs. At
+    each change, as an autoscaler with a pre-stop hook would: the servers
+    of the replicas removed are deleted, those replicas stopped (SIGTERM)
+    and seen down by nova, the new ones started, and servers booted
+    through nova-api at once, while the nodes move.
+``rolling``
+    computes ``cn1,cn2,cn3``, all started on nova's own driver; one at a
+    time, each is restarted with the driver measured (ours: the rolling
+    switch of ``compute_driver``; nova's: the same restarts with nothing
+    changed, what nova's own driver costs for the same motions), at least
+    two resource-tracker runs apart, servers booted at each step; then
+    ``cn3`` is rolled back to nova's driver.
 
 Measured from outside (servers API, cell database, placement, the
 resource-tracker log lines), per driver: node-seconds held by two
@@ -39,6 +48,7 @@ RabbitMQ of tools/test-setup.sh)::
 """
 
 import argparse
+import functools
 import logging
 import os
 import statistics
@@ -55,16 +65,19 @@ LOG = logging.getLogger('autoscale_bench')
 
 POOL = ['cn1', 'cn2', 'cn3', 'cn4', 'cn5']
 DRIVERS = servers_bench.DRIVERS
+ROLLING_POOL = POOL[:3]
 #: nova's timing options: every 4 s, down after 30 s (longer than a
-#: restart of nova-compute here).
-CADENCE = dict(harness_nova.SHORT_CADENCE, service_down_time=30)
+#: restart of nova-compute here); or nova's own defaults.
+CADENCES = {'short': dict(harness_nova.SHORT_CADENCE, service_down_time=30),
+            'nova-default': harness_nova.NOVA_DEFAULT_CADENCE}
 
 
 class Run(object):
     """One driver's deployment going through the schedule."""
 
     def __init__(self, nova, api, records, recorder, group, timeout,
-                 servers):
+                 servers, pool=POOL):
+        self.pool = pool
         self.nova = nova
         self.api = api
         self.records = records
@@ -78,7 +91,7 @@ class Run(object):
         self.builds = 0
 
     def live(self):
-        return [h for h in POOL if h in self.nova.computes and
+        return [h for h in self.pool if h in self.nova.computes and
                 self.nova.computes[h].running()]
 
     def _runs_since(self, host, since):
@@ -147,12 +160,35 @@ class Run(object):
         if failed:
             self.api.delete_and_wait(failed, self.timeout)
 
+    def _after(self, event, hosts, ids, watcher):
+        """Two runs of each of ``hosts``, the split, the builds' end."""
+        for host in hosts:
+            harness.wait_for(lambda: self._runs_since(host, event) >= 3,
+                             self.timeout, 'two runs of %s' % host,
+                             interval=1, check=self.nova.check_services)
+        self.wait_split(self.live())
+        self._settle(ids, watcher)
+
+    def switch(self, host, driver):
+        """One step of a rolling switch: ``host`` restarted on ``driver``.
+
+        :returns: ``(event time, nodes that changed owner)``: none, the
+            peers stay the same.
+        """
+        self.nova.edit_compute_config(host, {'DEFAULT': {
+            'compute_driver': driver}})
+        event = time.time()
+        self.nova.restart_compute(host)
+        ids, watcher = self._boot('switch-%s' % host)
+        self._after(event, [host], ids, watcher)
+        return event, 0
+
     def scale(self, count):
         """One change of the schedule.
 
         :returns: ``(event time, nodes that changed owner)``.
         """
-        want = POOL[:count]
+        want = self.pool[:count]
         before = self.live()
         event = time.time()
         gone = [h for h in before if h not in want]
@@ -173,43 +209,50 @@ class Run(object):
             elif not self.nova.computes[host].running():
                 self.nova.start_compute(host)
         ids, watcher = self._boot('scale-%d' % count)
-        for host in want:
-            harness.wait_for(lambda: self._runs_since(host, event) >= 3,
-                             self.timeout, 'two runs of %s' % host,
-                             interval=1, check=self.nova.check_services)
-        self.wait_split(want)
-        self._settle(ids, watcher)
+        self._after(event, want, ids, watcher)
         old = novalane.ring_owners(before, self.group)
         new = novalane.ring_owners(want, self.group)
         return event, sum(1 for n in self.group if old[n] != new[n])
 
 
-def run_driver(label, driver, ironic, glance, neutron, group, schedule,
-               servers, timeout):
-    """The schedule with one driver.
+def run_driver(label, driver, ironic, glance, neutron, group, args):
+    """One scenario with one driver.
 
     :returns: the figures, with the driver's name.
     """
+    nova_driver = harness_nova.NOVA_DRIVER
+    if args.scenario == 'rolling':
+        pool, first, start = ROLLING_POOL, ROLLING_POOL, nova_driver
+    else:
+        pool, first, start = POOL, POOL[:args.schedule[0]], driver
     results = {'driver': label}
     with servers_bench.deployed(
-            ironic, glance, neutron, POOL[:schedule[0]], driver,
-            peer_list=POOL, cadence=CADENCE) as (nova, api, records,
-                                                 recorder):
-        results.update(_schedule(Run(
-            nova, api, records, recorder, group, timeout, servers),
-            schedule))
+            ironic, glance, neutron, first, start, peer_list=pool,
+            cadence=CADENCES[args.cadence]) as (nova, api, records,
+                                                recorder):
+        run = Run(nova, api, records, recorder, group, args.timeout,
+                  args.servers, pool=pool)
+        if args.scenario == 'rolling':
+            switches = [(h, driver) for h in pool] + [(pool[-1],
+                                                       nova_driver)]
+            steps = [functools.partial(run.switch, host, to)
+                     for host, to in switches]
+        else:
+            steps = [functools.partial(run.scale, count)
+                     for count in args.schedule[1:]]
+        results.update(_schedule(run, steps))
     return results
 
 
-def _schedule(run, schedule):
+def _schedule(run, steps):
     run.wait_split(run.live())
     t0 = time.time()
     ids, watcher = run._boot('first')
     run._settle(ids, watcher)
     events = []
-    for count in schedule[1:]:
-        event, moved = run.scale(count)
-        events.append((count, event, moved))
+    for step in steps:
+        event, moved = step()
+        events.append((step, event, moved))
     end = time.time()
     per = {h: novalane.holds(novalane.parse_compute_log(c.log_path))
            for h, c in run.nova.computes.items()}
@@ -281,18 +324,31 @@ def main(argv=None):
     :returns: the exit code.
     """
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--scenario', choices=('autoscale', 'rolling'),
+                        default='autoscale',
+                        help='computes scaled on a schedule, or switched '
+                             'from nova\'s driver one at a time')
     parser.add_argument('--schedule', default='1,4,2,5,1',
-                        help='replicas at each step (at most %d)' % len(POOL))
+                        help='autoscale: replicas at each step (at most '
+                             '%d)' % len(POOL))
     parser.add_argument('--servers', type=int, default=3,
                         help='servers booted at each step')
     parser.add_argument('--nodes', type=int, default=30,
                         help='nodes, all in rack1')
+    parser.add_argument('--cadence', choices=sorted(CADENCES),
+                        default='short',
+                        help="nova's timing options: every 4 s and down "
+                             "after 30 s, or nova's own defaults")
     servers_bench.add_common_args(parser)
     args = parser.parse_args(argv)
-    schedule = [int(n) for n in args.schedule.split(',')]
-    if not schedule or min(schedule) < 1 or max(schedule) > len(POOL):
+    try:
+        args.schedule = [int(n) for n in args.schedule.split(',')]
+    except ValueError:
+        args.schedule = []
+    if not args.schedule or min(args.schedule) < 1 or \
+            max(args.schedule) > len(POOL):
         parser.error('--schedule: between 1 and %d replicas per step, '
-                     'not %r' % (len(POOL), args.schedule))
+                     'comma-separated, not %r' % (len(POOL), args.schedule))
     logging.basicConfig(level=logging.WARNING)
     load = os.getloadavg()
     started = time.time()
@@ -303,15 +359,22 @@ def main(argv=None):
             if args.driver and label not in args.driver:
                 continue
             results.append(run_driver(label, driver, ironic, glance,
-                                      neutron, group, schedule,
-                                      args.servers, args.timeout))
-    print('replicas %s, %d servers booted at each step, %d nodes '
-          '(conductor group rack1), peer_list %s, nova and placement on '
-          'PostgreSQL, cadence %s; load average at start %.2f %.2f %.2f, '
-          'at end %.2f %.2f %.2f; %.0f s' % (
-              ' -> '.join(str(n) for n in schedule), args.servers,
-              args.nodes, ','.join(POOL),
-              ', '.join('%s=%s' % kv for kv in sorted(CADENCE.items())),
+                                      neutron, group, args))
+    if args.scenario == 'rolling':
+        what = ('rolling switch of %s from nova\'s driver (nova 34: the '
+                'same restarts), then %s back' % (
+                    ','.join(ROLLING_POOL), ROLLING_POOL[-1]))
+        pool = ROLLING_POOL
+    else:
+        what = 'replicas %s' % ' -> '.join(str(n) for n in args.schedule)
+        pool = POOL
+    print('%s, %d servers booted at each step, %d nodes (conductor group '
+          'rack1), peer_list %s, nova and placement on PostgreSQL, cadence '
+          '%s (%s); load average at start %.2f %.2f %.2f, at end %.2f %.2f '
+          '%.2f; %.0f s' % (
+              what, args.servers, args.nodes, ','.join(pool), args.cadence,
+              ', '.join('%s=%s' % kv for kv in sorted(
+                  CADENCES[args.cadence].items())),
               *load, *os.getloadavg(), time.time() - started))
     nova_lane_bench.report(results, print_table, args.json)
     return 0

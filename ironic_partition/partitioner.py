@@ -164,6 +164,7 @@ class Partitioner(object):
         #: full listing (servers in ERROR or BUILD without a node).
         self._nodeless = frozenset()
         self._stale_since = None
+        self._elsewhere = frozenset()
         self._announce = False
         #: The last successful :class:`~ironic_partition.refresh_result.
         #: RefreshResult`, or ``None``.
@@ -291,6 +292,19 @@ class Partitioner(object):
         except claims_mod.DATABASE_ERRORS as e:
             raise exception.PartitionNotReady(kind='membership', reason=(
                 'the membership cannot be read: %s' % e))
+        if peers is not None and membership.elsewhere != self._elsewhere:
+            self._elsewhere = membership.elsewhere
+            if membership.elsewhere:
+                LOG.warning(
+                    '[ironic] peer_list names %(peers)s, live in the '
+                    'membership database for another partition than '
+                    '%(key)s (another [ironic] conductor_group or shard): '
+                    'they get no share of %(key)s. Remove them from '
+                    '[ironic] peer_list here, or correct their [ironic] '
+                    'conductor_group.',
+                    {'peers': ', '.join(sorted(membership.elsewhere)),
+                     'key': refresh_result.describe_partition(
+                         settings.partition)})
         if self.outside is not None:
             membership = self.outside.merge(membership, settings, peers,
                                             node_ids=node_ids)

@@ -36,6 +36,7 @@ would be nova's own double management, which this lane does not
 measure).
 """
 
+import json
 import os
 import re
 import time
@@ -44,6 +45,7 @@ from openstack import exceptions as sdk_exc
 from testtools import content
 
 from ironic_partition import testing as harness
+from ironic_partition.testing import cli as harness_cli
 from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import nova as harness_nova
 from ironic_partition.testing import nova_api as harness_api
@@ -122,6 +124,39 @@ class AdoptionLaneTest(test_nova_compute._Lane):
     def assert_logged(self, host, pattern, since):
         self.wait_log(host, pattern, since, 30)
 
+    def cli(self, host, command, *args):
+        """An ``ironic-partition`` command with a compute's nova.conf.
+
+        :returns: ``(exit code, the JSON document)``.
+        """
+        out = harness_cli.run_cli(
+            '--config-file', self.nova.computes[host].config_file, command,
+            '--role', 'nova-compute', '-f', 'json', *args)
+        self.assertIn(out.returncode, (0, 1), out.stderr)
+        return out.returncode, json.loads(out.stdout)
+
+    def assert_commands_count_outside(self, host, others):
+        """status and check see whom ``host`` counts from nova."""
+        def recorded():
+            doc = self.cli(host, 'status')[1]
+            return doc if doc['peers']['outside'] else None
+        doc = harness.wait_for(recorded, 4 * self.interval() + 30,
+                               'status to show the peers %s counts from '
+                               "nova's service group" % host, interval=1)
+        self.assertEqual({peer: [host] for peer in others},
+                         doc['peers']['outside'])
+        self.assertEqual(HOSTS, doc['ring_members'])
+        code, rows = self.cli(host, 'check')
+        self.assertEqual(1, code)
+        named = [r['message'] for r in rows if r['result'] == 'problem']
+        for peer in others:
+            self.assertTrue(any(
+                "Peer '%s' is up in nova's service group but never "
+                "heartbeats the membership database: %s count it" % (
+                    peer, host) in m for m in named), named)
+        code, rows = self.cli(host, 'check', '--adopting')
+        self.assertEqual(0, code, rows)
+
     def assert_mapping_is_novas(self, since):
         """No node held twice, no row moved, nothing deleted."""
         self.assert_no_double_hold(since=since)
@@ -164,6 +199,9 @@ class AdoptionLaneTest(test_nova_compute._Lane):
                     host, r"WARNING .*Counting %s in the ring of partition "
                     r"'rack1': up in nova's service group"
                     % ', '.join(others), since)
+            if number == 0:
+                # So do status and check, which read our database only.
+                self.assert_commands_count_outside(host, others)
             ids += self.boot_and_wait(2, 'after-%s' % host)
             self.api.delete_and_wait([ids.pop(0)], PROVISION * 2)
             self.assert_mapping_is_novas(t0)
@@ -340,3 +378,65 @@ class AdoptionLaneTest(test_nova_compute._Lane):
             PROVISION, 'the server started through the replacement',
             interval=1)
         self.api.delete_and_wait([server], PROVISION * 2)
+
+    # -- mistakes in peer_list ------------------------------------------
+
+    def test_c_peer_list_mistakes_are_named(self):
+        # Every compute on our driver (test_a left cn3 on nova's). Then
+        # cn1's peer_list names a host nobody knows, a nova-compute of
+        # another hypervisor type, and a compute up in nova for conductor
+        # group rack2: each named, with the option, and no node reported
+        # twice.
+        self._restore('cn3')
+        self.wait_split(HOSTS, 2 * self.interval() + 120)
+        since = time.time()
+        self.nova.add_compute('cn4', config={
+            'DEFAULT': {'compute_driver': harness_nova.NOVA_DRIVER},
+            'ironic': {'partition_key': 'rack2', 'peer_list': 'cn4'}})
+        self.nova.add_compute('cn5', config={
+            'DEFAULT': {'compute_driver': 'fake.SmallFakeDriver'}})
+        for host in ('cn4', 'cn5'):
+            self.addCleanup(self.nova.stop_compute, host)
+        harness.wait_for(lambda: self.runs_since('cn4', since) >= 2,
+                         4 * self.interval() + 120,
+                         'cn4 to report rack2 nodes to nova', interval=1,
+                         check=self.nova.check_services)
+        self.nova.wait_for_services(['cn4', 'cn5'])
+        self.nova.edit_compute_config('cn1', {'ironic': {
+            'peer_list': HOSTS + ['cn4', 'cn5', 'ghost']}})
+        self.addCleanup(self.nova.restart_compute, 'cn1')
+        self.addCleanup(self.nova.edit_compute_config, 'cn1',
+                        {'ironic': {'peer_list': HOSTS}})
+        restarted = time.time()
+        self.nova.restart_compute('cn1')
+        self.assert_logged(
+            'cn1', r"WARNING .*\[ironic\] peer_list names cn5: nova has "
+            r"them as nova-compute services, but without any Ironic "
+            r"compute node", restarted)
+        self.assert_logged(
+            'cn1', r"WARNING .*\[ironic\] peer_list names cn5, ghost, which "
+            r"neither nova .* nor the membership database", restarted)
+        self.assert_logged(
+            'cn1', r"WARNING .*Counting cn4 in the ring of partition "
+            r"'rack1', as nova's own driver does .* none of its \d+ "
+            r"Ironic compute nodes is in that partition", restarted)
+        harness.wait_for(lambda: self.runs_since('cn1', restarted) >= 3,
+                         4 * self.interval() + 120,
+                         'two runs of cn1 with the mistaken peer_list',
+                         interval=1, check=self.nova.check_services)
+        # check names each, with the option.
+        code, rows = self.cli('cn1', 'check')
+        self.assertEqual(1, code)
+        named = '\n'.join(r['message'] for r in rows
+                          if r['result'] == 'problem')
+        for peer in ('cn5', 'ghost'):
+            self.assertIn("Peer '%s' in [ironic] peer_list has never "
+                          "heartbeated" % peer, named)
+        self.assertIn("Peer 'cn4' is up in nova's service group but never "
+                      "heartbeats the membership database: cn1 count it",
+                      named)
+        # Never twice: cn1's ring now differs from its peers', and the
+        # claims decide; nothing moved in nova, nothing deleted.
+        self.assert_no_double_hold(since=since)
+        self.assertEqual([], self.moves_since(since))
+        self.assert_no_damage()

@@ -70,14 +70,21 @@ class FakeMembership(object):
         self.live = frozenset(live)
         self.stale = False
         self.never_seen = frozenset()
+        self.elsewhere = frozenset()
         self.partition_key = None
+        #: What :meth:`note_outside` was told, in order.
+        self.noted = []
 
     def set_partition_key(self, partition_key):
         self.partition_key = partition_key
 
+    def note_outside(self, peers):
+        self.noted.append(frozenset(peers))
+
     def members(self, partition_key=None, peer_list=None):
         return mbase.Membership(live=self.live, stale=self.stale,
-                                never_seen=self.never_seen)
+                                never_seen=self.never_seen,
+                                elsewhere=self.elsewhere)
 
 
 class FakeNovaView(object):
@@ -478,6 +485,8 @@ class TestOutsideView(TestPartitioner):
         self.assertIn('Counting cn2, cn3 in the ring of partition '
                       "'rack1': up in nova's service group",
                       self.logger.output)
+        # Recorded with the heartbeat, for status and check.
+        self.assertEqual([frozenset({'cn2', 'cn3'})], p.membership.noted)
 
     def test_warning_once_per_change(self):
         hosts = ['cn1', 'cn2', 'cn3']
@@ -559,6 +568,27 @@ class TestOutsideView(TestPartitioner):
         p.outside.view.up = frozenset({'cn1', 'cn2'})
         p.refresh()
         self.assertEqual({}, p.outside.misplaced)
+
+    def test_peer_live_for_another_partition_is_named_once(self):
+        # cn3 heartbeats the membership database for rack2 while rack1's
+        # peer list names it: no share here, and said once per change.
+        hosts = ['cn1', 'cn2', 'cn3']
+        p = self._make('cn1', _nodes(12), ['cn1', 'cn2'], peers=hosts)
+        p.membership.elsewhere = frozenset({'cn3'})
+        result = p.refresh()
+        p.refresh()
+        self.assertEqual(('cn1', 'cn2'), result.members)
+        self.assertEqual(1, self.logger.output.count(
+            "[ironic] peer_list names cn3, live in the membership database "
+            "for another partition than 'rack1'"))
+        self.assertIn('correct their [ironic] conductor_group',
+                      self.logger.output)
+        p.membership.elsewhere = frozenset()
+        p.refresh()
+        p.membership.elsewhere = frozenset({'cn3'})
+        p.refresh()
+        self.assertEqual(2, self.logger.output.count(
+            '[ironic] peer_list names cn3, live'))
 
     def test_failed_look_up_loses_only_the_finer_message(self):
         hosts = ['cn1', 'cn2']
