@@ -241,6 +241,39 @@ class ClaimsAPI(object):
             return claims, _common.utc(now)
         return claims
 
+    def claim_left(self, role, host, node_id, incarnation):
+        """Read how long one claim of an incarnation has left.
+
+        One statement, decided by the server's clock: the claim row of
+        ``node_id`` owned by this incarnation, while its services row
+        still names it, and the server's time. Not retried: a caller
+        that proves a claim before a write must not spend its budget on
+        retries.
+
+        :param role: the service role.
+        :param host: the owner's host name.
+        :param node_id: the node UUID.
+        :param incarnation: the incarnation that must hold the claim, and
+            the host name; None: any of the host's.
+        :returns: ``(epoch, seconds left)``, the seconds 0 or less once
+            the lease ran out; None when this incarnation holds no claim
+            row on the node, or no longer holds the host name.
+        """
+        table = models.Claim.__table__
+        where = self._mine(table, role, host, incarnation)
+        where.append(table.c.node_id == node_id)
+        if incarnation is not None:
+            where.append(self._holds_name(role, host, incarnation))
+        query = sa.select(table.c.epoch, table.c.expires_at,
+                          models.utcnow()).where(*where)
+        with self._db.reader() as conn:
+            row = conn.execute(query).first()
+        self._count()
+        if row is None:
+            return None
+        left = _common.utc(row[1]) - _common.utc(row[2])
+        return int(row[0]), left.total_seconds()
+
     @_common.retry
     def held_claims(self, role, host, incarnation=None):
         """Read the valid claims of a host, by the server's clock.

@@ -89,6 +89,7 @@ from ironic_partition import claim_settings
 from ironic_partition import exception
 from ironic_partition.membership import nova as nova_membership
 from ironic_partition.virt import mixin
+from ironic_partition.virt import reservation
 
 LOG = logging.getLogger(__name__)
 
@@ -131,6 +132,7 @@ def _rivals_error(store, hosts):
 
 
 class IronicPartitionDriver(mixin.PartitionMixin,
+                            reservation.ProvenReservation,
                             ironic_driver.IronicDriver):
     """nova's Ironic driver, partitioned safely by ironic-partition."""
 
@@ -216,11 +218,36 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             while other Ironic computes share the fleet with this one.
         :returns: None
         """
-        error = self._local_database_error(nova_context.get_admin_context(),
-                                           starting=True)
+        error = (self._parallel_tracking_error() or
+                 self._local_database_error(
+                     nova_context.get_admin_context(), starting=True))
         if error is not None:
             raise error
         self._partition_join()
+
+    def _parallel_tracking_error(self):
+        """Refuse nova's parallel resource tracking while claims are on.
+
+        With ``[compute] update_resources_max_workers`` above 1, nova
+        checks and reports several nodes at once, each waiting its turn
+        after our claim check: a window this driver does not bound yet
+        (as it bounds the reservation's write). Refused, naming the
+        option, until it does.
+
+        :returns: a ``ConfigurationError``, or None.
+        """
+        workers = getattr(getattr(self.partition_conf, 'compute', None),
+                          'update_resources_max_workers', 1)
+        if self.partitioner.claims is None or not workers or workers <= 1:
+            return None
+        return exception.ConfigurationError(
+            group='compute', option='update_resources_max_workers',
+            value=workers, reason=(
+                'ironic-partition does not support parallel resource '
+                'tracking yet: each node reported must be checked against '
+                'its claim within a bounded time, which holds with one '
+                'worker only. Set it to 1 (nova\'s default), or turn '
+                'claims off ([ironic_partition] claims = off)'))
 
     def _stop_if_replaced(self):
         """Stop this nova-compute once another process took its host over.

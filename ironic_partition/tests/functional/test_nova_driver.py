@@ -368,6 +368,70 @@ class NovaDriverTestCase(_IronicTestCase):
         self.assertEqual(self.groups['rack2'],
                          set(driver.get_available_nodes()))
 
+    def test_reservation_held_past_its_proof_is_undone(self):
+        # Claims in a real database, Ironic behind a proxy that can hold
+        # its answers: the reservation PATCH lands at Ironic, its answer
+        # is held past the write's timeout; the build is rescheduled and
+        # the reservation undone, on the real Ironic. Then, answers
+        # prompt again, the same node is reserved.
+        from nova import exception as nova_exception
+        from nova import objects
+        database = self.useFixture(harness.DatabaseFixture('postgresql'))
+        connection = db_api.Connection(database.url)
+        connection.upgrade()
+        connection.dispose()
+        proxy = self.useFixture(harness_proxy.TCPProxy(
+            '127.0.0.1', self.ironic.api_port))
+        me = '%s-cn' % self.tag
+        nova_env.add_compute(me)
+        novaconf = self.useFixture(nova_env.NovaConf(
+            'http://127.0.0.1:%d' % proxy.port, {
+                ('ironic', 'conductor_group'): 'rack2',
+                ('ironic', 'peer_list'): [me],
+                ('ironic_partition', 'lease_time'): 40,
+                ('ironic_partition_database', 'connection'): database.url}))
+        # A 2 s resource tracker and a 40 s lease: margin 6 s, the write's
+        # timeout 3 s (Ironic applies the PATCH well within it).
+        novaconf.config(update_resources_interval=2)
+        driver = self._driver(novaconf, me)
+        self.assertEqual(self.groups['rack2'],
+                         set(driver.get_available_nodes()))
+        self.assertEqual(3.0, driver._write_guard.timeout)
+        node = sorted(self.groups['rack2'])[0]
+        harness.make_available(self.conn, [node])
+        self.conn.baremetal.set_node_power_state(node, 'power off')
+        harness.wait_for(
+            lambda: self.conn.baremetal.get_node(node).power_state ==
+            'power off', TIMEOUT, 'the node to be powered off')
+
+        held = objects.Instance(uuid=str(uuid.uuid4()), node=node)
+        real_patch = driver._patch_instance_id
+
+        def held_patch(node_id, instance_uuid, timeout):
+            proxy.delay = 8
+            try:
+                real_patch(node_id, instance_uuid, timeout)
+            finally:
+                proxy.delay = 0
+        driver._patch_instance_id = held_patch
+        started = time.monotonic()
+        e = self.assertRaises(nova_exception.ComputeResourcesUnavailable,
+                              driver.prepare_for_spawn, held)
+        self.assertIn('was not proven: the write did not end within', str(e))
+        self.assertIn('timed out', str(e))
+        self.assertLess(time.monotonic() - started, 8)
+        # The write had landed; the undo cleared it, on the real Ironic.
+        self.assertIsNone(self.conn.baremetal.get_node(node).instance_id)
+        driver.failed_spawn_cleanup(held)
+
+        driver._patch_instance_id = real_patch
+        built = objects.Instance(uuid=str(uuid.uuid4()), node=node)
+        driver.prepare_for_spawn(built)
+        self.assertEqual(built.uuid,
+                         self.conn.baremetal.get_node(node).instance_id)
+        driver.failed_spawn_cleanup(built)
+        self.assertIsNone(self.conn.baremetal.get_node(node).instance_id)
+
     def test_ironic_down_is_not_ready(self):
         from nova import exception as nova_exception
         host = '%s-cn' % self.tag

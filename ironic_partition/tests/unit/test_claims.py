@@ -137,6 +137,14 @@ class FakeClaimsDB(object):
                 if ro == role and self._mine(r, host, incarnation)
                 and self._valid(r)}
 
+    def claim_left(self, role, host, node_id, incarnation):
+        self._statement('left')
+        row = self.rows.get((role, node_id))
+        if row is None or not self._mine(row, host, incarnation) \
+                or row['owner'] is None:
+            return None
+        return row['epoch'], row['expires'] - self.clock()
+
     def read_claims(self, role, node_ids=None, owner=None):
         self._statement('read')
         return types.SimpleNamespace(claims=tuple(
