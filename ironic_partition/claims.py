@@ -376,9 +376,10 @@ class ClaimManager(object):
             self._ensure_schema()
             self._adopt()
             before = self._clock()
-            owned, server_time = self.store.claims.owned_claims(
-                self.role, self.host, incarnation=inc, with_time=True)
-            self._watch_clock(server_time, before, self._clock())
+            owned, server_time, node = self.store.claims.owned_claims(
+                self.role, self.host, incarnation=inc, with_time=True,
+                with_node=True)
+            self._watch_clock(server_time, before, self._clock(), node)
             with self._lock:
                 keep = self._last_reported
             to_release = frozenset(owned) - desired - keep
@@ -420,20 +421,37 @@ class ClaimManager(object):
                               released, claimed, error,
                               None if error else held)
 
-    def _watch_clock(self, server_time, before, after):
-        """Record the server's time; a clock step is logged.
+    def _watch_clock(self, server_time, before, after, node=None):
+        """Record the server's time; a stall fences, a clock step is logged.
 
         :param server_time: the server's time, read between the two
             local instants.
-        :param before: the local monotonic time before the read.
-        :param after: the local monotonic time after it.
+        :param before: the local lease-clock time before the read.
+        :param after: the local lease-clock time after it.
+        :param node: the database node that answered, or None.
         :raises ClockStepTooLarge: the steps seen are more than the lease
             can cover.
         """
         if server_time is None:
             return
         old_margin = self.clock_watch.margin()
-        step = self.clock_watch.sample(server_time, before, after)
+        jump = self.clock_watch.sample(server_time, before, after, node)
+        if jump is not None and jump.kind == db_clock.STALL:
+            with self._lock:
+                # NOTE(ironic-partition): what the last rounds proved was
+                # measured by a clock that stood still: nothing of it may
+                # be reported until this round proves the claims again.
+                self._valid_until = None
+            LOG.warning('This host\'s lease clock fell %(stall).3f s behind '
+                        'the database server\'s between two claim rounds '
+                        'of %(host)s: this machine or process stood still '
+                        'with its clocks (a paused, saved or frozen VM), or '
+                        'the server\'s clock was stepped forward. Fenced at '
+                        'once; this round proves the claims again. The '
+                        'fencing margin is unchanged.',
+                        {'stall': jump.seconds, 'host': self.host})
+            return
+        step = jump.seconds if jump is not None else None
         if step is not None:
             with self._lock:
                 # NOTE(ironic-partition): what the last rounds proved was

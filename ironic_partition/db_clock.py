@@ -38,6 +38,17 @@ nodes cannot hand a node over early. A difference too large for the
 lease to cover is refused (:meth:`ClockWatch.problem`): the service is
 not ready rather than unsafe.
 
+Not every jump is the server's: when this machine stops with its clocks
+(a paused or saved VM whose clock the hypervisor froze), the lease clock
+falls behind the server's by the pause. A forward jump read from the same
+database node as the sample before it, or where the database cannot name
+its node (PostgreSQL, SQLite: one writer), is taken for such a *stall*
+(:data:`STALL`): the caller fences at once and the round proves its
+claims again, but the margin is not widened and nothing is refused, for
+the database is not to blame. Only a jump across two database nodes, or
+backwards, is a step. A server clock stepped forward on one writer is a
+stall by this rule: fencing at once covers it as well.
+
 A step can only be seen after it happened: the first failover to a node
 whose clock is ahead by more than the configured ``fencing_margin`` is not
 covered. Keeping the database nodes' clocks within ``fencing_margin`` of
@@ -46,6 +57,7 @@ nova: :meth:`ClockWatch.tolerance`); the watch makes a breach visible and
 stops it from repeating.
 """
 
+import collections
 import threading
 
 from ironic_partition._i18n import _
@@ -63,6 +75,14 @@ DRIFT_RATE = 0.0005
 MIN_WINDOW_FRACTION = 0.5
 #: The smallest reporting window in seconds, as for the configuration.
 MIN_WINDOW = 0.6
+
+#: What :meth:`ClockWatch.sample` saw: ``kind`` (:data:`STEP` or
+#: :data:`STALL`) and the jump in seconds (positive: the server ahead).
+Jump = collections.namedtuple('Jump', ['kind', 'seconds'])
+#: A jump of the database server's clock (a failover, a clock stepped).
+STEP = 'step'
+#: This machine stopped with its clocks (paused, saved, frozen).
+STALL = 'stall'
 
 
 class ClockWatch(object):
@@ -92,27 +112,39 @@ class ClockWatch(object):
         self.last_step = None
         #: How many steps were seen.
         self.steps = 0
+        #: The last stall seen (seconds this machine stood still), or
+        #: None, and how many were seen.
+        self.last_stall = None
+        self.stalls = 0
+        self._node = None
 
-    def sample(self, server_time, before, after):
+    def sample(self, server_time, before, after, node=None):
         """Record the server's time read between two local instants.
 
         :param server_time: an aware ``datetime`` (the server's clock).
-        :param before: the local monotonic time before the statement.
-        :param after: the local monotonic time after it.
-        :returns: the step (signed seconds) when this sample shows one,
-            else None.
+        :param before: the local lease-clock time before the statement.
+        :param after: the local lease-clock time after it.
+        :param node: the database node that answered, or None where the
+            database cannot tell.
+        :returns: a :data:`Jump` when this sample shows one, else None.
         """
         middle = (before + after) / 2.0
         error = max(0.0, (after - before) / 2.0)
         offset = server_time.timestamp() - middle
         with self._lock:
-            step = None
+            jump = None
             if self._offset is not None:
                 change = offset - self._offset
                 allowed = (BASE_ALLOWANCE + error + self._error
                            + DRIFT_RATE * max(0.0, middle - self._at))
-                if abs(change) > allowed:
-                    step = change
+                if abs(change) <= allowed:
+                    pass
+                elif change > 0 and node == self._node:
+                    jump = Jump(STALL, change)
+                    self.stalls += 1
+                    self.last_stall = change
+                else:
+                    jump = Jump(STEP, change)
                     self.steps += 1
                     self.last_step = change
                     self._level += change
@@ -120,7 +152,8 @@ class ClockWatch(object):
                     self._high = max(self._high, self._level)
                     self.difference = self._high - self._low
             self._offset, self._error, self._at = offset, error, middle
-            return step
+            self._node = node
+            return jump
 
     def margin(self):
         """The fencing margin to apply: the configured one, or wider.

@@ -210,7 +210,8 @@ class ClaimsAPI(object):
         raise NotImplementedError('Claims are not supported on %s' % name)
 
     @_common.retry
-    def owned_claims(self, role, host, incarnation=None, with_time=False):
+    def owned_claims(self, role, host, incarnation=None, with_time=False,
+                     with_node=False):
         """Read every claim row owned by a host, valid or expired.
 
         :param role: the service role.
@@ -219,9 +220,13 @@ class ClaimsAPI(object):
             host; None for all of them.
         :param with_time: also read the server's time, first, on the
             same connection.
+        :param with_node: with ``with_time``, also read which database
+            node answered, in the same statement
+            (:class:`~ironic_partition.db.models.server_node`).
         :returns: a dict of node UUID to :data:`OwnedClaim`; with
             ``with_time``, ``(claims, server_time)``, the time an aware
-            ``datetime``.
+            ``datetime``; with ``with_node`` too, ``(claims, server_time,
+            database node or None)``.
         """
         table = models.Claim.__table__
         query = sa.select(
@@ -229,14 +234,17 @@ class ClaimsAPI(object):
             sa.case((self._claim_valid(table), sa.literal(1)),
                     else_=sa.literal(0)),
         ).where(*self._mine(table, role, host, incarnation))
-        now = None
+        now = node = None
         with self._db.reader() as conn:
             if with_time:
-                now = conn.execute(sa.select(models.utcnow())).scalar()
+                now, node = conn.execute(sa.select(
+                    models.utcnow(), models.server_node())).first()
             rows = conn.execute(query).all()
         self._count(2 if with_time else 1)
         claims = {row[0]: OwnedClaim(int(row[1]), bool(row[2]))
                   for row in rows}
+        if with_time and with_node:
+            return claims, _common.utc(now), node
         if with_time:
             return claims, _common.utc(now)
         return claims

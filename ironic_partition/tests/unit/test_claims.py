@@ -83,6 +83,8 @@ class FakeClaimsDB(object):
         self.revision = migration.head_revision()
         #: Called at every statement: lets a test move clocks mid-round.
         self.on_statement = None
+        #: The database node that answers (a Galera node), or None.
+        self.node = None
 
     def _statement(self, name):
         self.stats['claim_statements'] += 1
@@ -119,7 +121,8 @@ class FakeClaimsDB(object):
         return row['owner'] == host and (
             incarnation is None or row.get('incarnation') == incarnation)
 
-    def owned_claims(self, role, host, incarnation=None, with_time=False):
+    def owned_claims(self, role, host, incarnation=None, with_time=False,
+                     with_node=False):
         if with_time:
             self._statement('now')
         self._statement('owned')
@@ -127,8 +130,11 @@ class FakeClaimsDB(object):
                   for (ro, n), r in self.rows.items()
                   if ro == role and self._mine(r, host, incarnation)}
         if with_time:
-            return claims, datetime.datetime.fromtimestamp(
-                self.clock(), datetime.timezone.utc)
+            now = datetime.datetime.fromtimestamp(self.clock(),
+                                                  datetime.timezone.utc)
+            if with_node:
+                return claims, now, self.node
+            return claims, now
         return claims
 
     def held_claims(self, role, host, incarnation=None):
@@ -680,11 +686,13 @@ class TestFencing(ClaimsTestCase):
         # before it stopped reporting it.
         a, b = self.manager('a'), self.manager('b')
         nodes = _ids(3)
+        self.db.node = 'db1:3306'
         a.round(nodes)
         self.assertEqual(self.clock.now + LEASE - MARGIN,
                          a.round(nodes).valid_until)
         self.advance(10)
         self.db_clock.now += 20
+        self.db.node = 'db2:3306'
         with self.assertLogs(claims.LOG.logger.name, 'WARNING') as logs:
             out = a.round(nodes)
         self.assertTrue(out.ok)
@@ -699,8 +707,10 @@ class TestFencing(ClaimsTestCase):
         # even when b reads the claims on the node that is ahead.
         self.advance(10)
         self.db_clock.now -= 20
+        self.db.node = 'db1:3306'
         a.round(nodes)
         self.db_clock.now += 20
+        self.db.node = 'db2:3306'
         for _step in range(40):
             self.advance(5)
             b_reports = b.round(nodes).reported
@@ -709,9 +719,11 @@ class TestFencing(ClaimsTestCase):
     def test_database_clock_step_beyond_half_the_lease_fails_closed(self):
         a = self.manager('a')
         nodes = _ids(3)
+        self.db.node = 'db1:3306'
         a.round(nodes)
         self.advance(10)
         self.db_clock.now += 70
+        self.db.node = 'db2:3306'
         out = a.round(nodes)
         self.assertFalse(out.ok)
         self.assertEqual(frozenset(), out.reported)
@@ -721,6 +733,43 @@ class TestFencing(ClaimsTestCase):
         # It stays refused: the clocks still differ.
         self.advance(10)
         self.assertFalse(a.round(nodes).ok)
+
+    def test_local_stall_fences_at_once_without_blaming_the_database(self):
+        # This VM stood still 60 s with its clocks frozen (the lease clock
+        # did not count it): the next round reads the same database node
+        # 60 s ahead. It fences at once, proves its claims again in that
+        # round, keeps its margin, and blames no database.
+        a = self.manager('a')
+        nodes = _ids(3)
+        self.db.node = 'db1:3306'
+        a.round(nodes)
+        self.db_clock.now += 60
+        self.clock.now += 0.5
+        with self.assertLogs(claims.LOG.logger.name, 'WARNING') as logs:
+            out = a.round(nodes)
+        self.assertTrue(out.ok)
+        self.assertEqual(frozenset(nodes), out.reported)
+        self.assertIn("This host's lease clock fell 59.500 s behind the "
+                      "database server's", logs.output[0])
+        self.assertIn('Fenced at once; this round proves the claims again',
+                      logs.output[0])
+        self.assertNotIn('clock stepped', '\n'.join(logs.output))
+        self.assertEqual(0.0, a.clock_watch.difference)
+        self.assertEqual(MARGIN, a.status()['effective_fencing_margin'])
+        self.assertEqual(self.clock.now + LEASE - MARGIN, out.valid_until)
+
+    def test_local_stall_fences_before_the_round_concludes(self):
+        # Between the stall's discovery and the renewal, nothing proven
+        # by the stopped clock is reportable.
+        a = self.manager('a')
+        nodes = _ids(3)
+        a.round(nodes)
+        self.db_clock.now += 60
+        seen = []
+        self.db.on_statement = lambda name: seen.append(
+            (name, a.reportable(nodes)))
+        a.round(nodes)
+        self.assertEqual(frozenset(), dict(seen)['renew'])
 
     def test_pause_longer_than_the_lease(self):
         # SIGSTOP right after a successful round; on SIGCONT the process

@@ -49,20 +49,22 @@ class TestClockWatch(base.TestCase):
         self.assertIsNone(self.watch.sample(at(600.3), 700.0, 700.001))
 
     def test_failover_to_a_node_ahead_and_back(self):
-        self.watch.sample(at(0), 100.0, 100.002)
-        step = self.watch.sample(at(60 + 8), 160.0, 160.002)
-        self.assertAlmostEqual(8.0, step, places=3)
+        self.watch.sample(at(0), 100.0, 100.002, 'db1:3306')
+        step = self.watch.sample(at(60 + 8), 160.0, 160.002, 'db2:3306')
+        self.assertEqual(db_clock.STEP, step.kind)
+        self.assertAlmostEqual(8.0, step.seconds, places=3)
         self.assertAlmostEqual(8.0 + db_clock.BASE_ALLOWANCE,
                                self.watch.margin(), places=3)
-        step = self.watch.sample(at(120), 220.0, 220.002)
-        self.assertAlmostEqual(-8.0, step, places=3)
+        step = self.watch.sample(at(120), 220.0, 220.002, 'db1:3306')
+        self.assertAlmostEqual(-8.0, step.seconds, places=3)
         self.assertEqual(2, self.watch.steps)
         self.assertAlmostEqual(8.0, self.watch.difference, places=3)
         self.assertIsNone(self.watch.problem())
 
     def test_a_step_within_the_margin_keeps_the_margin(self):
-        self.watch.sample(at(0), 100.0, 100.002)
-        self.assertIsNotNone(self.watch.sample(at(62), 160.0, 160.002))
+        self.watch.sample(at(0), 100.0, 100.002, 'db1:3306')
+        self.assertIsNotNone(self.watch.sample(at(62), 160.0, 160.002,
+                                               'db2:3306'))
         self.assertEqual(6.0, self.watch.margin())
 
     def test_a_difference_the_lease_cannot_cover_is_refused(self):
@@ -70,10 +72,10 @@ class TestClockWatch(base.TestCase):
         # Widened to 27 s, the margin leaves 33 s of the 54 s window: it
         # still works. The third node is 54.95 s ahead of the first:
         # a margin to cover that would leave less than half the window.
-        self.watch.sample(at(0), 100.0, 100.002)
-        self.watch.sample(at(60 + 26.95), 160.0, 160.002)
+        self.watch.sample(at(0), 100.0, 100.002, 'db1:3306')
+        self.watch.sample(at(60 + 26.95), 160.0, 160.002, 'db2:3306')
         self.assertIsNone(self.watch.problem())
-        self.watch.sample(at(120 + 26.95 + 28), 220.0, 220.002)
+        self.watch.sample(at(120 + 26.95 + 28), 220.0, 220.002, 'db3:3306')
         problem = self.watch.problem()
         self.assertIn('differed by 55.0 s', problem)
         self.assertIn('[ironic_partition] lease_time (60.0 s) and '
@@ -87,8 +89,36 @@ class TestClockWatch(base.TestCase):
         watch = db_clock.ClockWatch(fencing_margin=72, lease_time=120,
                                     hold=60)
         self.assertAlmostEqual(11.95, watch.tolerance())
-        watch.sample(at(0), 100.0, 100.0)
-        watch.sample(at(60 + 15), 160.0, 160.0)
+        watch.sample(at(0), 100.0, 100.0, 'db1:3306')
+        watch.sample(at(60 + 15), 160.0, 160.0, 'db2:3306')
         self.assertAlmostEqual(75.0 + db_clock.BASE_ALLOWANCE,
                                watch.margin())
         self.assertIsNone(watch.problem())
+
+    def test_a_local_stall_is_not_a_database_step(self):
+        # This VM stood still 60 s with its clocks frozen: the server's
+        # clock is 60 s ahead of the lease clock at the next round, read
+        # from the same database node. A stall: no widened margin, no
+        # refusal, no database blamed.
+        self.watch.sample(at(0), 100.0, 100.002, 'db1:3306')
+        jump = self.watch.sample(at(60 + 60), 160.0, 160.002, 'db1:3306')
+        self.assertEqual(db_clock.STALL, jump.kind)
+        self.assertAlmostEqual(60.0, jump.seconds, places=3)
+        self.assertEqual((1, 0), (self.watch.stalls, self.watch.steps))
+        self.assertEqual(0.0, self.watch.difference)
+        self.assertEqual(6.0, self.watch.margin())
+        self.assertIsNone(self.watch.problem())
+        # Where the database cannot name its node (PostgreSQL: one
+        # writer), the same.
+        watch = db_clock.ClockWatch(fencing_margin=6, lease_time=60)
+        watch.sample(at(0), 100.0, 100.002)
+        self.assertEqual(db_clock.STALL,
+                         watch.sample(at(120), 160.0, 160.002).kind)
+        self.assertIsNone(watch.problem())
+
+    def test_a_backward_jump_on_one_node_is_a_step(self):
+        # The server's clock stepped back: no local stall does that.
+        self.watch.sample(at(0), 100.0, 100.002, 'db1:3306')
+        jump = self.watch.sample(at(50), 160.0, 160.002, 'db1:3306')
+        self.assertEqual(db_clock.STEP, jump.kind)
+        self.assertAlmostEqual(10.0, self.watch.difference, places=3)

@@ -164,9 +164,9 @@ class TestMetrics(base.TestCase):
             self.registry, 'ironic_partition_fencing_margin_seconds',
             **RACK1))
         t0 = datetime.datetime(2026, 11, 27, tzinfo=datetime.timezone.utc)
-        self.claims.clock_watch.sample(t0, 10.0, 10.0)
+        self.claims.clock_watch.sample(t0, 10.0, 10.0, 'db1:3306')
         self.claims.clock_watch.sample(
-            t0 + datetime.timedelta(seconds=15), 20.0, 20.0)
+            t0 + datetime.timedelta(seconds=15), 20.0, 20.0, 'db2:3306')
         self.assertEqual(5, value(
             self.registry,
             'ironic_partition_database_clock_difference_seconds',
