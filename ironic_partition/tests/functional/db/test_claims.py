@@ -155,6 +155,35 @@ class TestClaimStatements(ClaimsTestBase):
         self.assertEqual({}, a.claims.held_claims(ROLE, 'a'))
         self.assertEqual(0, a.claims.renew_claims(ROLE, 'a', 30))
 
+    def test_claim_left_and_the_answering_node(self):
+        # One statement proves a claim of an incarnation by the server's
+        # clock; the claim round's first statement names the database
+        # node on MariaDB (none elsewhere).
+        a = self.connection()
+        node = _ids(1)
+        a.services.register_service('a', ROLE, 'inc-a', 'test', None)
+        a.claims.acquire_claims(ROLE, 'a', node, 60, incarnation='inc-a')
+        epoch, left = a.claims.claim_left(ROLE, 'a', node[0], 'inc-a')
+        self.assertEqual(1, epoch)
+        self.assertGreater(left, 55)
+        self.assertLessEqual(left, 60)
+        self.assertIsNone(a.claims.claim_left(ROLE, 'b', node[0], 'inc-a'))
+        self.assertIsNone(a.claims.claim_left(ROLE, 'a', node[0], 'inc-x'))
+        self.age('a', 5)
+        self.assertLess(a.claims.claim_left(ROLE, 'a', node[0],
+                                            'inc-a')[1], -4)
+        # The host name given up: the incarnation proves nothing.
+        a.claims.renew_claims(ROLE, 'a', 60)
+        a.services.release_service('a', ROLE, 'inc-a', down=True)
+        self.assertIsNone(a.claims.claim_left(ROLE, 'a', node[0], 'inc-a'))
+        _claims, now, answered = a.claims.owned_claims(
+            ROLE, 'a', with_time=True, with_node=True)
+        self.assertIsNotNone(now)
+        if self.backend == 'mysql':
+            self.assertRegex(answered, r'^.+:\d+$')
+        else:
+            self.assertIsNone(answered)
+
     def test_renew_moves_the_expiry_and_keeps_the_epoch(self):
         a = self.connection()
         nodes = _ids(3)
