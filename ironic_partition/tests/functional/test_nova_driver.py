@@ -217,19 +217,8 @@ class NovaDriverTestCase(_IronicTestCase):
         # it, and nova's cleanup of a failed build releases it.
         ours, raced = sorted(mine)[:2]
         # nova deploys only available nodes with a power state.
-        harness.make_available(self.conn, [ours, raced])
-        for node in (ours, raced):
-            self.conn.baremetal.set_node_power_state(node, 'power off')
-        harness.wait_for(
-            lambda: all(self.conn.baremetal.get_node(n).power_state ==
-                        'power off' for n in (ours, raced)),
-            TIMEOUT, 'the nodes to be powered off')
-        built = objects.Instance(uuid=str(uuid.uuid4()), node=ours)
-        driver.prepare_for_spawn(built)
-        self.assertEqual(built.uuid,
-                         self.conn.baremetal.get_node(ours).instance_id)
-        driver.failed_spawn_cleanup(built)
-        self.assertIsNone(self.conn.baremetal.get_node(ours).instance_id)
+        self._deployable([ours, raced])
+        self._reserve_and_release(driver, ours)
 
         # Another instance reserved the node between nova's read and its
         # write (injected: nova reads a stale node): rescheduled as well.
@@ -265,6 +254,26 @@ class NovaDriverTestCase(_IronicTestCase):
         driver.failed_spawn_cleanup(locked)
         self._set_reservation(ours, None)
         self.assertIsNone(self.conn.baremetal.get_node(ours).instance_id)
+
+    def _deployable(self, nodes):
+        """Make nodes available and powered off: nova deploys those."""
+        harness.make_available(self.conn, nodes)
+        for node in nodes:
+            self.conn.baremetal.set_node_power_state(node, 'power off')
+        harness.wait_for(
+            lambda: all(self.conn.baremetal.get_node(n).power_state ==
+                        'power off' for n in nodes),
+            TIMEOUT, 'the nodes to be powered off')
+
+    def _reserve_and_release(self, driver, node):
+        """nova's reservation of a node, then its clean-up of the build."""
+        from nova import objects
+        built = objects.Instance(uuid=str(uuid.uuid4()), node=node)
+        driver.prepare_for_spawn(built)
+        self.assertEqual(built.uuid,
+                         self.conn.baremetal.get_node(node).instance_id)
+        driver.failed_spawn_cleanup(built)
+        self.assertIsNone(self.conn.baremetal.get_node(node).instance_id)
 
     def _set_reservation(self, node, holder):
         # NOTE(ironic-partition): how an Ironic conductor holds a node's
@@ -398,11 +407,7 @@ class NovaDriverTestCase(_IronicTestCase):
                          set(driver.get_available_nodes()))
         self.assertEqual(3.0, driver._write_guard.timeout)
         node = sorted(self.groups['rack2'])[0]
-        harness.make_available(self.conn, [node])
-        self.conn.baremetal.set_node_power_state(node, 'power off')
-        harness.wait_for(
-            lambda: self.conn.baremetal.get_node(node).power_state ==
-            'power off', TIMEOUT, 'the node to be powered off')
+        self._deployable([node])
 
         held = objects.Instance(uuid=str(uuid.uuid4()), node=node)
         real_patch = driver._patch_instance_id
@@ -425,12 +430,7 @@ class NovaDriverTestCase(_IronicTestCase):
         driver.failed_spawn_cleanup(held)
 
         driver._patch_instance_id = real_patch
-        built = objects.Instance(uuid=str(uuid.uuid4()), node=node)
-        driver.prepare_for_spawn(built)
-        self.assertEqual(built.uuid,
-                         self.conn.baremetal.get_node(node).instance_id)
-        driver.failed_spawn_cleanup(built)
-        self.assertIsNone(self.conn.baremetal.get_node(node).instance_id)
+        self._reserve_and_release(driver, node)
 
     def test_ironic_down_is_not_ready(self):
         from nova import exception as nova_exception
