@@ -451,8 +451,8 @@ class ClaimManager(object):
                         'once; this round proves the claims again. The '
                         'fencing margin is unchanged.',
                         {'stall': jump.seconds, 'host': self.host})
-            return
-        step = jump.seconds if jump is not None else None
+        step = (jump.seconds if jump is not None and
+                jump.kind == db_clock.STEP else None)
         if step is not None:
             with self._lock:
                 # NOTE(ironic-partition): what the last rounds proved was

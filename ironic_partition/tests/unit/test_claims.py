@@ -758,6 +758,24 @@ class TestFencing(ClaimsTestCase):
         self.assertEqual(MARGIN, a.status()['effective_fencing_margin'])
         self.assertEqual(self.clock.now + LEASE - MARGIN, out.valid_until)
 
+    def test_a_stall_does_not_lift_a_refusal(self):
+        # Refused for a clock difference the lease cannot cover; a stall
+        # seen later changes nothing: still refused, nothing reported.
+        a = self.manager('a')
+        nodes = _ids(3)
+        self.db.node = 'db1:3306'
+        a.round(nodes)
+        self.advance(10)
+        self.db_clock.now += 70
+        self.db.node = 'db2:3306'
+        self.assertFalse(a.round(nodes).ok)
+        self.db_clock.now += 30
+        out = a.round(nodes)
+        self.assertFalse(out.ok)
+        self.assertEqual(frozenset(), out.reported)
+        self.assertIn('ClockStepTooLarge', out.error)
+        self.assertEqual(1, a.clock_watch.stalls)
+
     def test_local_stall_fences_before_the_round_concludes(self):
         # Between the stall's discovery and the renewal, nothing proven
         # by the stopped clock is reportable.
