@@ -379,7 +379,6 @@ class ClaimManager(object):
             owned, server_time, node = self.store.claims.owned_claims(
                 self.role, self.host, incarnation=inc, with_time=True,
                 with_node=True)
-            self.store.claim_node = node
             self._watch_clock(server_time, before, self._clock(), node)
             with self._lock:
                 keep = self._last_reported

@@ -43,10 +43,6 @@ class Store(object):
         #: This process's :class:`~ironic_partition.identity.Identity`,
         #: or None.
         self.identity = identity
-        #: The database node that answered this process's last claim
-        #: round (``host:port``), or None where the database cannot
-        #: tell: the writer watch counts it with the heartbeats'.
-        self.claim_node = None
 
     @classmethod
     def open(cls, settings, role, takeover=False, connection=None):

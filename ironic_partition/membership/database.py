@@ -53,7 +53,6 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition.db import health
-from ironic_partition.db import services as services_db
 from ironic_partition.db import store as store_mod
 from ironic_partition import db_writers
 from ironic_partition import exception
@@ -392,16 +391,6 @@ class DatabaseMembership(base.MembershipBackend):
     def _check_writers(self, services):
         watch = self._writers
         was = watch.since
-        node = getattr(self.store, 'claim_node', None)
-        if node:
-            # NOTE(ironic-partition): the claim round's connection is one
-            # more writer of this service, on a pooled connection of its
-            # own: counted as one, so that it cannot stay on another node.
-            services = tuple(services) + (services_db.ServiceRecord(
-                host='%s (claims)' % self.host, role=self.role,
-                partition_key=None, version=None, created_at=None,
-                last_seen=None, down=False, alive=True,
-                database_node=node),)
         verdict = watch.observe(services, time.monotonic())
         if verdict.reconnect:
             LOG.warning('The live services write through several database '

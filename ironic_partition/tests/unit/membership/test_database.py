@@ -261,32 +261,6 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         self.assertIn('write through one database node again',
                       logger.output)
 
-    def test_claim_rounds_on_another_node_count_as_a_writer(self):
-        # The heartbeats go through db0, this service's claim rounds
-        # through db1 (a pooled connection kept after a failover): two
-        # writers, and the connections are closed.
-        logger = self.useFixture(fixtures.FakeLogger())
-        b = self._backend(partition_key='')
-        b.start()
-        real = b.store.services.services
-
-        def on_db0(role, down_time):
-            snapshot = real(role, down_time)
-            return snapshot._replace(services=tuple(
-                s._replace(database_node='db0:3306')
-                for s in snapshot.services))
-        with mock.patch.object(b.store.services, 'services',
-                               autospec=True, side_effect=on_db0), \
-                mock.patch.object(b.store, 'dispose',
-                                  autospec=True) as dispose:
-            b.members('')
-            self.assertEqual(0, dispose.call_count)
-            b.store.claim_node = 'db1:3306'
-            b.members('')
-            self.assertEqual(1, dispose.call_count)
-        self.assertIn('write through several database nodes: db0:3306 '
-                      '(me); db1:3306 (me (claims))', logger.output)
-
     def test_peers_silenced_by_an_outage_stay_alive_for_a_while(self):
         logger = self.useFixture(fixtures.FakeLogger())
         b = self._backend(partition_key='')
