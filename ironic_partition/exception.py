@@ -50,6 +50,21 @@ class IronicPartitionException(Exception):
         super().__init__(self.message)
 
 
+class ClaimNotProven(IronicPartitionException):
+    """A write to a node is not proven to land under this service's claim.
+
+    Raised by :class:`~ironic_partition.write_guard.WriteGuard`; carries
+    ``node_id`` and ``reason`` as attributes.
+    """
+
+    msg_fmt = _("the claim on node %(node_id)s is not proven: %(reason)s")
+
+    def __init__(self, node_id, reason):
+        super().__init__(node_id=node_id, reason=reason)
+        self.node_id = node_id
+        self.reason = reason
+
+
 class ConfigurationError(IronicPartitionException):
     """A configuration value is missing or invalid."""
 

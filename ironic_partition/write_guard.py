@@ -66,6 +66,7 @@ it, unless the write lands later still.
 import collections
 
 from ironic_partition import claims as claims_mod
+from ironic_partition import exception
 
 #: Longest timeout a write under a proven claim gets, in seconds.
 MAX_WRITE_TIMEOUT = 10.0
@@ -77,20 +78,6 @@ RATE_SLACK = 0.001
 #: What :meth:`WriteGuard.prove` proved: the node, the claim's epoch and
 #: the deadline on the lease clock before which a write lands under it.
 Proof = collections.namedtuple('Proof', ['node_id', 'epoch', 'deadline'])
-
-
-class ClaimNotProven(Exception):
-    """The claim on a node could not be proven for a write.
-
-    :param node_id: the node.
-    :param reason: a sentence saying why.
-    """
-
-    def __init__(self, node_id, reason):
-        super().__init__('the claim on node %s is not proven: %s'
-                         % (node_id, reason))
-        self.node_id = node_id
-        self.reason = reason
 
 
 class WriteGuard(object):
@@ -117,8 +104,8 @@ class WriteGuard(object):
             return claims.store.claims.claim_left(
                 claims.role, claims.host, node_id, claims.incarnation)
         except claims_mod.DATABASE_ERRORS as e:
-            raise ClaimNotProven(node_id, 'the claims database cannot be '
-                                 'read: %s' % e)
+            raise exception.ClaimNotProven(
+                node_id, 'the claims database cannot be read: %s' % e)
 
     def prove(self, node_id):
         """Prove, in one statement, a claim with the budget left.
@@ -132,11 +119,12 @@ class WriteGuard(object):
         before = self.claims.clock()
         found = self._read(node_id)
         if found is None:
-            raise ClaimNotProven(node_id, 'this process holds no claim on '
-                                 'it in the claims database')
+            raise exception.ClaimNotProven(
+                node_id, 'this process holds no claim on it in the claims '
+                'database')
         epoch, left = found
         if left < self.budget:
-            raise ClaimNotProven(node_id, (
+            raise exception.ClaimNotProven(node_id, (
                 'its claim has %.1f s left by the database\'s clock, less '
                 'than the %.1f s a write may take'
                 % (max(left, 0.0), self.budget)))
@@ -152,7 +140,7 @@ class WriteGuard(object):
         """
         left = proof.deadline - self.claims.clock()
         if left <= 0:
-            raise ClaimNotProven(proof.node_id, (
+            raise exception.ClaimNotProven(proof.node_id, (
                 'the proof of its claim was spent before the write began '
                 '(%.1f s late)' % -left))
         return min(self.timeout, left)
@@ -169,12 +157,12 @@ class WriteGuard(object):
         """
         ended = self.claims.clock()
         if ended > proof.deadline:
-            raise ClaimNotProven(proof.node_id, (
+            raise exception.ClaimNotProven(proof.node_id, (
                 'the write took %.1f s and ended after the time its proof '
                 'allowed' % (ended - started)))
         found = self._read(proof.node_id)
         if found is None or found[0] != proof.epoch or found[1] <= 0:
-            raise ClaimNotProven(proof.node_id, (
+            raise exception.ClaimNotProven(proof.node_id, (
                 'its claim moved during the write (epoch %s proven, now %s)'
                 % (proof.epoch, 'none' if found is None else
                    '%s, %.1f s left' % found)))

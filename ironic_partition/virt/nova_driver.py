@@ -86,6 +86,7 @@ from oslo_utils import timeutils
 
 from ironic_partition._i18n import _
 from ironic_partition import claim_settings
+from ironic_partition.cmd import _errors
 from ironic_partition import exception
 from ironic_partition.membership import nova as nova_membership
 from ironic_partition.virt import mixin
@@ -101,10 +102,6 @@ DEFAULT_PERIODIC_SPACING = 60
 
 #: The hypervisor type of nova's (and our) Ironic compute nodes.
 HYPERVISOR_TYPE = 'ironic'
-
-
-def _one_line(error):
-    return ' '.join(str(error).split())
 
 
 class _WaitForRival(exception.PartitionNotReady):
@@ -777,11 +774,11 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             # what the scheduler's choice deserves.
             LOG.warning('Node %(node)s could not be reserved (%(cause)s); '
                         'nova reschedules the build',
-                        {'node': node_id, 'cause': _one_line(cause)},
+                        {'node': node_id, 'cause': _errors.one_line(cause)},
                         instance=instance)
             raise nova_exception.ComputeResourcesUnavailable(
                 reason='node %s could not be reserved: %s'
-                       % (node_id, _one_line(cause)))
+                       % (node_id, _errors.one_line(cause)))
 
     def _reserved_by_other(self, node_id, instance_uuid):
         try:

@@ -26,13 +26,11 @@ from nova import exception as nova_exception
 from openstack import exceptions as sdk_exc
 from oslo_log import log as logging
 
+from ironic_partition.cmd import _errors
+from ironic_partition import exception
 from ironic_partition import write_guard
 
 LOG = logging.getLogger(__name__)
-
-
-def _one_line(error):
-    return ' '.join(str(error).split())
 
 
 class ProvenReservation(object):
@@ -83,7 +81,7 @@ class ProvenReservation(object):
         try:
             proof = guard.prove(node.id)
             timeout = guard.time_left(proof)
-        except write_guard.ClaimNotProven as e:
+        except exception.ClaimNotProven as e:
             LOG.warning('Refusing to reserve node %(node)s: %(reason)s; '
                         'nova reschedules the build',
                         {'node': node.id, 'reason': e.reason},
@@ -95,7 +93,7 @@ class ProvenReservation(object):
         try:
             self._patch_instance_id(node.id, instance.uuid, timeout)
             guard.confirm(proof, started)
-        except write_guard.ClaimNotProven as e:
+        except exception.ClaimNotProven as e:
             self._undo_reservation(node.id, instance, e.reason)
         except sdk_exc.ConflictException as e:
             raise nova_exception.InstanceDeployFailure(
@@ -104,7 +102,7 @@ class ProvenReservation(object):
         except Exception as e:
             self._undo_reservation(node.id, instance, (
                 'the write did not end within %.1f s, or failed: %s'
-                % (timeout, _one_line(e))))
+                % (timeout, _errors.one_line(e))))
 
     def _patch_instance_id(self, node_id, instance_uuid, timeout):
         """PATCH ``instance_uuid`` through the SDK's session, bounded.
@@ -143,7 +141,8 @@ class ProvenReservation(object):
             # finds the node by this instance and clears it too.
             LOG.error('Undoing the reservation of node %(node)s failed '
                       '(%(err)s); nova\'s clean-up of the failed build '
-                      'tries again', {'node': node_id, 'err': _one_line(e)},
+                      'tries again',
+                      {'node': node_id, 'err': _errors.one_line(e)},
                       instance=instance)
         raise nova_exception.ComputeResourcesUnavailable(
             reason='the reservation of node %s by %s was not proven: %s'

@@ -16,6 +16,7 @@
 
 from oslo_db import exception as db_exc
 
+from ironic_partition import exception
 from ironic_partition.tests.unit import test_claims
 from ironic_partition import write_guard
 
@@ -54,25 +55,25 @@ class TestWriteGuard(test_claims.ClaimsTestCase):
         # VM), while the database's clock says 0.5 s are left.
         self.db_clock.now += 119.5
         self.assertEqual({NODE}, self.cn1.reportable([NODE]))
-        e = self.assertRaises(write_guard.ClaimNotProven,
+        e = self.assertRaises(exception.ClaimNotProven,
                               self.guard.prove, NODE)
         self.assertIn("its claim has 0.5 s left by the database's clock, "
                       "less than the 10.0 s a write may take", str(e))
 
     def test_no_claim_or_another_owner_is_refused(self):
-        e = self.assertRaises(write_guard.ClaimNotProven, self.guard.prove,
+        e = self.assertRaises(exception.ClaimNotProven, self.guard.prove,
                               test_claims._ids(1, start=5)[0])
         self.assertIn('this process holds no claim on it', str(e))
         # cn1's lease ran out by the database's clock; cn2 took the node.
         self.db_clock.now += 121
         self.manager('cn2').round([NODE])
-        e = self.assertRaises(write_guard.ClaimNotProven, self.guard.prove,
+        e = self.assertRaises(exception.ClaimNotProven, self.guard.prove,
                               NODE)
         self.assertIn('this process holds no claim on it', str(e))
 
     def test_database_down_is_refused(self):
         self.db.fail = db_exc.DBConnectionError('gone')
-        e = self.assertRaises(write_guard.ClaimNotProven, self.guard.prove,
+        e = self.assertRaises(exception.ClaimNotProven, self.guard.prove,
                               NODE)
         self.assertIn('the claims database cannot be read: gone', str(e))
 
@@ -87,7 +88,7 @@ class TestWriteGuard(test_claims.ClaimsTestCase):
         self.advance(125)
         self.manager('cn2').round([NODE])
         self.assertEqual('cn2', self.db.owner(NODE))
-        e = self.assertRaises(write_guard.ClaimNotProven,
+        e = self.assertRaises(exception.ClaimNotProven,
                               self.guard.confirm, proof, started)
         self.assertIn('the write took 125.0 s and ended after the time its '
                       'proof allowed', str(e))
@@ -98,7 +99,7 @@ class TestWriteGuard(test_claims.ClaimsTestCase):
         proof = self.guard.prove(NODE)
         self.cn1.stop(release=True)
         self.manager('cn2').round([NODE])
-        e = self.assertRaises(write_guard.ClaimNotProven,
+        e = self.assertRaises(exception.ClaimNotProven,
                               self.guard.confirm, proof, self.clock.now)
         self.assertIn('its claim moved during the write (epoch 1 proven, '
                       'now none)', str(e))
@@ -112,7 +113,7 @@ class TestWriteGuard(test_claims.ClaimsTestCase):
     def test_proof_spent_before_the_write_is_refused(self):
         proof = self.guard.prove(NODE)
         self.clock.now += 119.9
-        e = self.assertRaises(write_guard.ClaimNotProven,
+        e = self.assertRaises(exception.ClaimNotProven,
                               self.guard.time_left, proof)
         self.assertIn('the proof of its claim was spent before the write '
                       'began', str(e))
