@@ -52,6 +52,7 @@ import time
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
+from ironic_partition import conf as ip_conf
 from ironic_partition.db import health
 from ironic_partition.db import store as store_mod
 from ironic_partition import db_writers
@@ -375,8 +376,12 @@ class DatabaseMembership(base.MembershipBackend):
             if left <= 0:
                 self._outage_peers = self._outage_seen = None
                 return services
+        # NOTE(ironic-partition): this service counts itself anyway; its
+        # own row is not a peer to name.
+        me = ip_conf.normalize_host(self.host)
         kept = sorted(s.host for s in services
-                      if s.host in peers and not s.alive and not s.down)
+                      if s.host in peers and not s.alive and not s.down
+                      and ip_conf.normalize_host(s.host) != me)
         if not kept:
             return services
         LOG.info('Counting %(peers)s alive for %(left).1f s more: the '

@@ -31,7 +31,6 @@ import fixtures
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
-from testtools import content
 
 from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import process as harness_process
@@ -123,8 +122,8 @@ class APIServiceFixture(fixtures.Fixture):
         self.addCleanup(shutil.rmtree, self.workdir, ignore_errors=True)
         self.log_path = os.path.join(self.workdir, self.name + '.log')
         open(self.log_path, 'ab').close()
-        self.addDetail('log-' + self.name, content.content_from_file(
-            self.log_path, buffer_now=False))
+        self.addDetail('log-' + self.name,
+                       harness_process.log_content(self.log_path))
         if self.own_database:
             self.database = self.useFixture(harness_db.DatabaseFixture(
                 self.db_backend, workdir=self.workdir))

@@ -31,7 +31,6 @@ import urllib.error
 import urllib.request
 
 import fixtures
-from testtools import content
 
 from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import process
@@ -198,8 +197,8 @@ class IronicFixture(fixtures.Fixture):
             # NOTE(harness): the detail is read lazily, when testtools
             # gathers it; the file must exist even if nothing started.
             open(service.log_path, 'ab').close()
-            self.addDetail('log-' + service.name, content.content_from_file(
-                service.log_path, buffer_now=False))
+            self.addDetail('log-' + service.name,
+                           process.log_content(service.log_path))
         # NOTE(harness): one cleanup stops everything, registered after the
         # database fixture so it runs before the database is dropped.
         self.addCleanup(self.stop_all)
@@ -293,8 +292,7 @@ class IronicFixture(fixtures.Fixture):
 
     def _dbsync(self):
         log_path = os.path.join(self.workdir, 'dbsync.log')
-        self.addDetail('log-dbsync', content.content_from_file(
-            log_path, buffer_now=False))
+        self.addDetail('log-dbsync', process.log_content(log_path))
         process.run_logged([process.bin_path('ironic-dbsync', self.bin_dir),
                             '--config-file', self.config_file,
                             'create_schema'], log_path)

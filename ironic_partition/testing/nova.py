@@ -45,7 +45,6 @@ import urllib.error
 import urllib.request
 
 import fixtures
-from testtools import content
 
 from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import nova_compute
@@ -165,8 +164,8 @@ class NovaFixture(fixtures.Fixture):
             self.addCleanup(shutil.rmtree, self.workdir, ignore_errors=True)
         self.setup_log = os.path.join(self.workdir, 'setup.log')
         open(self.setup_log, 'ab').close()
-        self.addDetail('log-nova-setup', content.content_from_file(
-            self.setup_log, buffer_now=False))
+        self.addDetail('log-nova-setup',
+                       harness_process.log_content(self.setup_log))
         dbs = {}
         for name in ('placement', 'api', 'cell0', 'cell1'):
             dbs[name] = self.useFixture(harness_db.DatabaseFixture(
@@ -207,8 +206,7 @@ class NovaFixture(fixtures.Fixture):
         open(log_path, 'ab').close()
         service = cls(name=name, argv=argv, log_path=log_path, env=env,
                       **kwargs)
-        self.addDetail('log-' + name, content.content_from_file(
-            log_path, buffer_now=False))
+        self.addDetail('log-' + name, harness_process.log_content(log_path))
         self.services.append(service)
         return service
 

@@ -88,14 +88,21 @@ class Compute(harness_process.Service):
         super().start()
 
     def kill(self, timeout=30):
-        """SIGKILL the group, marking the log first.
+        """SIGKILL the group, marking the log before and once it is gone.
+
+        A line the process logs between the ``kill`` mark and its death
+        comes after the mark: what it reports is held until ``killed``.
 
         :param timeout: seconds to wait for the processes to vanish.
         :returns: the exit code of the leader.
         """
-        if self.running():
+        running = self.running()
+        if running:
             self.mark('kill')
-        return super().kill(timeout)
+        code = super().kill(timeout)
+        if running:
+            self.mark('killed')
+        return code
 
     def stop(self, timeout=30):
         """SIGTERM the group (nova's graceful stop), marking the log.

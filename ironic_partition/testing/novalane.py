@@ -30,7 +30,8 @@ A compute *holds* a node from the resource-tracker run that reports it
 debug) until its next run that does not report it begins ("Running
 periodic task ComputeManager.update_available_resource",
 oslo_service.periodic_task at debug), or until it dies or stops (a run
-that ends during a graceful stop holds until the process is gone). A run
+that ends during a graceful stop, or is logged as the process is being
+killed, holds until the process is gone). A run
 that ends in "Virt driver is not ready." changes nothing: nova keeps what
 it had. A run of our driver that got a node list (its "Refresh: managing
 N of M nodes" line, with the run's request id) ends the holds of the
@@ -105,7 +106,8 @@ def parse_compute_log(path):
         ``listed`` or ``listed_none`` (our driver's refresh, with its
         request id; ``listed_none`` when it gave nova no node),
         ``not_ready`` and the fixture's marks
-        (``start``, ``kill``, ``stop``, ``stopped``, ``pause``,
+        (``start``, ``kill``, ``killed``, ``stop``, ``stopped``,
+        ``pause``,
         ``resume``, ``sighup``, ``config``).
     """
     events = []
@@ -205,10 +207,12 @@ def holds(events, now=None):
             reported = set()
             listed = False
             request = event.node
-        elif event.kind in ('kill', 'stop', 'stopped', 'start'):
+        elif event.kind in ('kill', 'killed', 'stop', 'stopped', 'start'):
             # NOTE(ironic-partition): a graceful stop may finish a
-            # resource-tracker run after its 'stop' mark; what that run
-            # reported is held until the process is gone ('stopped').
+            # resource-tracker run after its 'stop' mark, and a process
+            # may log a line between the 'kill' mark and the signal; what
+            # it reported then is held until the process is gone
+            # ('stopped', 'killed').
             end_all(event.time)
             reported = set()
             suspended = set()

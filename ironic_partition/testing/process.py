@@ -33,6 +33,9 @@ import sys
 import tempfile
 import time
 
+from testtools import content
+from testtools import content_type
+
 LOG = logging.getLogger(__name__)
 
 #: A worker that exited with an error, in a service's log.
@@ -440,6 +443,39 @@ def merge_config(base, extra):
     for section, options in (extra or {}).items():
         base.setdefault(section, {}).update(options)
     return base
+
+
+#: The most of a log a test carries as a detail: its end. subunit caps a
+#: packet at 4 MiB, and stestr writes each detail back as one packet.
+LOG_DETAIL_BYTES = 1024 * 1024
+
+
+def log_content(path, limit=LOG_DETAIL_BYTES):
+    """A log file as a test detail: its last ``limit`` bytes, read late.
+
+    The file is read when testtools gathers the detail, so the detail
+    holds what the service wrote until then; a longer log is cut at the
+    front, with a first line saying how much was left out.
+
+    :param path: the log file's path.
+    :param limit: the most bytes carried.
+    :returns: a ``testtools.content.Content``.
+    """
+    def read():
+        try:
+            with open(path, 'rb') as stream:
+                stream.seek(0, os.SEEK_END)
+                size = stream.tell()
+                stream.seek(max(0, size - limit))
+                data = stream.read(limit)
+        except OSError as exc:
+            return [('<no log: %s>' % exc).encode('utf-8')]
+        if size <= limit:
+            return [data]
+        head = ('<the first %d bytes of %s are left out>\n'
+                % (size - limit, path)).encode('utf-8')
+        return [head, data]
+    return content.Content(content_type.UTF8_TEXT, read)
 
 
 def tail(path, lines=40):

@@ -158,6 +158,16 @@ class _Lane(base.BaseTestCase):
         for name in ('recorder',):
             if getattr(cls, name, None) is not None:
                 getattr(cls, name).stop()
+        # NOTE(ironic-partition): the class is over and its databases
+        # are dropped next: its computes are killed, not stopped
+        # gracefully (7 s or more each class); the tests that need
+        # nova's graceful stop make it themselves.
+        nova = getattr(cls, 'nova', None)
+        for compute in (getattr(nova, 'computes', None) or {}).values():
+            try:
+                compute.kill()
+            except Exception:
+                LOG.exception('Killing %s failed', compute.name)
         if getattr(cls, 'records', None) is not None:
             cls.records.close()
         for name in ('prometheus', 'api', 'nova', 'neutron', 'glance',
@@ -177,18 +187,21 @@ class _Lane(base.BaseTestCase):
     def setUp(self):
         super().setUp()
         self.t0 = time.time()
+        # NOTE(ironic-partition): the class's logs go with a test that
+        # fails, not with every test: each carries the class's history.
+        self.addOnException(self._attach_logs)
+
+    def _attach_logs(self, exc_info):
         for host, compute in sorted(self.nova.computes.items()):
             self.addDetail('log-nova-compute-%s' % host,
-                           content.content_from_file(compute.log_path,
-                                                     buffer_now=False))
+                           harness_process.log_content(compute.log_path))
         services = [self.nova.conductor, self.nova.placement]
         if self.SERVERS:
             services += [self.api.service, self.api.scheduler,
                          self.glance.service, self.neutron.service]
         for service in services:
             self.addDetail('log-%s' % service.name,
-                           content.content_from_file(service.log_path,
-                                                     buffer_now=False))
+                           harness_process.log_content(service.log_path))
 
     def delete_leftovers(self):
         """Delete the servers in ``self.created`` still listed (cleanup).
@@ -998,8 +1011,7 @@ class UnpartitionedDefaultsLaneTest(_Lane):
         for host in hosts:
             compute = self.nova.add_compute(host, start=False)
             self.addDetail('log-nova-compute-%s' % host,
-                           content.content_from_file(compute.log_path,
-                                                     buffer_now=False))
+                           harness_process.log_content(compute.log_path))
         rounds = int(os.environ.get('IRONIC_PARTITION_TEST_TOGETHER_ROUNDS',
                                     2))
         winners = []

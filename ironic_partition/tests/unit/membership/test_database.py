@@ -15,7 +15,7 @@
 """The database membership backend on its embedded SQLite default."""
 
 import os
-import time
+import threading
 from unittest import mock
 
 import fixtures
@@ -71,22 +71,24 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         errors = [RuntimeError('boom'), ValueError('bad'),
                   KeyboardInterrupt()]
         real = b.store.services.beat
+        beats = []
+        # NOTE(ironic-partition): the second good beat begins after the
+        # thread recorded the first: the state is read then, no polling.
+        second = threading.Event()
 
         def flaky(*args, **kwargs):
             if errors:
                 raise errors.pop(0)
-            return real(*args, **kwargs)
+            beats.append(real(*args, **kwargs))
+            if len(beats) >= 2:
+                second.set()
+            return beats[-1]
 
         with mock.patch.object(b.store.services, 'beat', autospec=True,
                                side_effect=flaky):
-            deadline = time.monotonic() + 15
-            while errors and time.monotonic() < deadline:
-                time.sleep(0.05)
+            self.assertTrue(second.wait(15), errors)
             self.assertEqual([], errors)
             self.assertTrue(b.status()['running'])
-            while (not b.status()['database_reachable']
-                   and time.monotonic() < deadline):
-                time.sleep(0.05)
         self.assertTrue(b.status()['database_reachable'])
         self.assertTrue(b.status()['running'])
 
@@ -157,9 +159,14 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         b.stop()
         self.assertFalse(b.status()['running'])
         self.assertEqual({'me'}, watcher.members().dead)
-        with mock.patch.object(b.store.services, 'mark_down', autospec=True,
-                               side_effect=RuntimeError('x')):
-            b.stop()
+        # A database that fails the stop: it still stops, without raising.
+        with mock.patch.object(watcher.store.services, 'release_service',
+                               autospec=True,
+                               side_effect=RuntimeError('x')) as release:
+            watcher.stop()
+        release.assert_called_once_with('watcher', 'conductor', mock.ANY,
+                                        down=True)
+        self.assertFalse(watcher.status()['running'])
 
     def test_one_store_for_the_backend_and_the_claims(self):
         b = self._backend(takeover=True)
@@ -280,12 +287,13 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         clock[0] += 20
 
         # ...and answers again before the peer's heartbeat was retried:
-        # its last heartbeat is older than service_down_time (30 s).
+        # its last heartbeat is older than service_down_time (30 s). This
+        # service's own is too; it counts itself anyway, and does not name
+        # itself among the peers it keeps.
         def silenced(role, down_time):
             snapshot = real(role, down_time)
             return snapshot._replace(services=tuple(
-                s._replace(alive=s.host != 'peer')
-                for s in snapshot.services))
+                s._replace(alive=False) for s in snapshot.services))
 
         with mock.patch.object(b.store.services, 'services', autospec=True,
                                side_effect=silenced):

@@ -43,6 +43,17 @@ class TestHolds(base.TestCase):
         self.assertEqual({'n1': [(2, 3), (3.1, 8)]},
                          novalane.holds(events, now=30))
 
+    def test_logged_as_it_was_killed_holds_until_gone(self):
+        # The 'kill' mark is written just before SIGKILL: a line the
+        # process logs in between is held until it is gone ('killed'),
+        # not until it is started again (seen in the servers lane: 37 s
+        # counted twice against the peer that took the node over).
+        events = [E(1, 'run', None), E(2, 'final', 'n1'),
+                  E(3, 'kill', None), E(3.01, 'final', 'n1'),
+                  E(3.2, 'killed', None), E(40, 'start', None)]
+        self.assertEqual({'n1': [(2, 3), (3.01, 3.2)]},
+                         novalane.holds(events, now=50))
+
     def test_pause_suspends_and_resume_holds_again(self):
         events = [E(1, 'run', None), E(2, 'final', 'n1'),
                   E(4, 'pause', None), E(9, 'resume', None)]
