@@ -28,9 +28,9 @@ import math
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
+from ironic_partition import conf as ip_conf
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
-from ironic_partition import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -68,6 +68,9 @@ Cadence = collections.namedtuple('Cadence',
 def agent_cadence(refresh_interval):
     """The cadence of a consumer refreshing every ``refresh_interval``.
 
+    The one builder of an agent's cadence (nova-compute's is nova's
+    ``update_resources_interval``, built where nova's options are read).
+
     :param refresh_interval: ``[ironic_partition] refresh_interval``.
     :returns: a :data:`Cadence` with no hold.
     """
@@ -77,9 +80,8 @@ def agent_cadence(refresh_interval):
 
 def config_error(option, value, reason):
     """A ``ConfigurationError`` naming an ``[ironic_partition]`` option."""
-    return exception.ConfigurationError(
-        group=partition_conf.GROUP, option=option, value=value,
-        reason=reason)
+    return ip_conf.config_error(option, value, reason,
+                                group=partition_conf.GROUP)
 
 
 def resolve(settings):
@@ -212,9 +214,8 @@ def local_database_error(connection, why, sharers, alternative=None):
     if alternative:
         reason = _('%(reason)s, or %(alternative)s') % {
             'reason': reason, 'alternative': alternative}
-    return exception.ConfigurationError(
-        group=database_conf.GROUP, option='connection',
-        value=connection.masked_connection, reason=reason)
+    return ip_conf.config_error('connection', connection.masked_connection,
+                                reason, group=database_conf.GROUP)
 
 
 def check_shared_database(peer_list, connection, host, allow_local):

@@ -173,6 +173,10 @@ class HashRing(object):
     def add_node(self, node, weight=1):
         """Add a member to the ring.
 
+        Not called by this package: part of :class:`tooz.hashring.HashRing`'s
+        API (``add_node``, ``add_nodes``, ``remove_node``), which this class
+        replaces exactly, for the code that drives a ring as tooz's.
+
         :param node: member name, ``str`` or ``bytes``.
         :param weight: integer; the member gets ``partitions * weight`` points
             and so a share of keys proportional to its weight.

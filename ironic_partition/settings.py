@@ -156,16 +156,6 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
 
-def agent_cadence(conf):
-    """The cadence of a consumer refreshing every ``refresh_interval``.
-
-    :param conf: a ``ConfigOpts`` with ``[ironic_partition]`` registered.
-    :returns: a :data:`~ironic_partition.claim_settings.Cadence`, no hold.
-    """
-    return claim_settings.agent_cadence(
-        conf[partition_conf.GROUP].refresh_interval)
-
-
 #: The options whose choice by an operator makes a long lease worth a
 #: warning.
 _TIMING_OPTIONS = ('lease_time', 'fencing_margin', 'service_down_time',
@@ -216,15 +206,15 @@ def from_conf(conf, cadence=None, partition=None, lenient=False):
     group = conf[partition_conf.GROUP]
     if (not lenient and
             group.heartbeat_interval >= group.service_down_time):
-        raise exception.ConfigurationError(
-            group=partition_conf.GROUP, option='heartbeat_interval',
-            value=group.heartbeat_interval,
-            reason='it must be smaller than [ironic_partition] '
-                   'service_down_time (%d), or every peer would look dead '
-                   'between two heartbeats' % group.service_down_time)
+        raise claim_settings.config_error(
+            'heartbeat_interval', group.heartbeat_interval,
+            'it must be smaller than [ironic_partition] service_down_time '
+            '(%d), or every peer would look dead between two heartbeats'
+            % group.service_down_time)
     return Settings(
         partition=partition,
-        cadence=cadence if cadence is not None else agent_cadence(conf),
+        cadence=cadence if cadence is not None else
+        claim_settings.agent_cadence(group.refresh_interval),
         membership_backend=group.membership_backend,
         heartbeat_interval=group.heartbeat_interval,
         service_down_time=group.service_down_time,

@@ -41,6 +41,7 @@ from ironic_partition import claim_settings
 from ironic_partition.cmd import _args
 from ironic_partition.cmd import checks
 from ironic_partition import conf as ip_conf
+from ironic_partition.conf import partition as partition_conf
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
 from ironic_partition import settings as settings_mod
@@ -103,7 +104,8 @@ def consumer_cadence(conf, role):
     :returns: a :data:`~ironic_partition.claim_settings.Cadence`.
     """
     if role != membership_base.ROLE_NOVA_COMPUTE:
-        return settings_mod.agent_cadence(conf)
+        return claim_settings.agent_cadence(
+            conf[partition_conf.GROUP].refresh_interval)
     interval = conf.update_resources_interval or 0
     if interval <= 0:
         interval = NOVA_DEFAULT_INTERVAL

@@ -133,7 +133,17 @@ def get_host(conf):
     return normalize_host(host or socket.gethostname())
 
 
-def _config_error(option, value, reason, group=ironic.GROUP):
+def config_error(option, value, reason, group=ironic.GROUP):
+    """The error naming one option, its value and what is allowed.
+
+    The one builder of configuration errors.
+
+    :param option: the option's name.
+    :param value: the value at fault.
+    :param reason: what is allowed, or what is wrong.
+    :param group: the option's group, ``[ironic]`` by default.
+    :returns: a :class:`~ironic_partition.exception.ConfigurationError`.
+    """
     return exception.ConfigurationError(
         group=group, option=option, value=value, reason=reason)
 
@@ -156,7 +166,7 @@ def _normalized(value, check, option):
     try:
         check(value)
     except ValueError as e:
-        raise _config_error(option, value, str(e))
+        raise config_error(option, value, str(e))
     return names.key(value)
 
 
@@ -173,7 +183,7 @@ def normalize_peer_list(values, option='peer_list'):
         try:
             host = normalize_host(names.check_host(value))
         except ValueError as e:
-            raise _config_error(option, list(values), str(e))
+            raise config_error(option, list(values), str(e))
         seen.setdefault(host, None)
     return tuple(seen)
 
@@ -258,7 +268,7 @@ def get_settings(conf):
                 peer_list=list(peers), host=host, shard=shard)
     elif key is not None:
         if not peers:
-            raise _config_error(
+            raise config_error(
                 'peer_list', [],
                 'it is empty while [ironic] partition_key is %r; list '
                 'every service managing that group, including this host '

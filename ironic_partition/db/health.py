@@ -52,12 +52,6 @@ class Health(object):
         with self._lock:
             return self._last_error
 
-    @property
-    def last_ok(self):
-        """The monotonic instant of the last success, or None."""
-        with self._lock:
-            return self._last_ok
-
     def failed(self, error):
         """Count a failure.
 

@@ -333,29 +333,6 @@ class ServicesAPI(object):
                 ).values(incarnation=None))
         return bool(held)
 
-    @_common.retry
-    def mark_down(self, host, role):
-        """Mark a service as down at once (graceful stop).
-
-        :param host: the service's host name.
-        :param role: the service's role.
-        :returns: True when a row was marked.
-        """
-        return bool(self._update(host, role, {'down': True}))
-
-    @_common.retry
-    def delete(self, host, role):
-        """Forget a service.
-
-        :param host: the service's host name.
-        :param role: the service's role.
-        :returns: True when a row was deleted.
-        """
-        table = models.Service.__table__
-        with self._db.writer() as conn:
-            return bool(conn.execute(
-                sa.delete(table).where(key(host, role))).rowcount)
-
     def services(self, role, service_down_time):
         """Read every service of a role, with liveness decided in SQL.
 

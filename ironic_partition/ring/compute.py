@@ -141,15 +141,6 @@ class ComputeRingProvider(base.RingProvider):
             self.builds += 1
             return ring
 
-    def host_for(self, node_uuid, partition_key=None):
-        """Return the compute host owning one node.
-
-        :param node_uuid: the node's UUID (str or bytes).
-        :param partition_key: the partition key.
-        :returns: a host name, or None when no member is alive.
-        """
-        return self.get_ring(partition_key).get_node(node_uuid)
-
     def reset(self):
         """Drop every cached ring."""
         with self._lock:

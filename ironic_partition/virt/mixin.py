@@ -39,7 +39,9 @@ import threading
 
 from oslo_log import log as logging
 
+from ironic_partition import claim_settings
 from ironic_partition import conf as ip_conf
+from ironic_partition.conf import partition as partition_conf
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
 from ironic_partition import metrics
@@ -76,7 +78,8 @@ class PartitionMixin(object):
             agent's (every ``refresh_interval``, told of a fence at once)
             here.
         """
-        return settings_mod.agent_cadence(conf)
+        return claim_settings.agent_cadence(
+            conf[partition_conf.GROUP].refresh_interval)
 
     def partition_outside_view(self, settings, membership):
         """Another view of the live peers, that the ring must respect.

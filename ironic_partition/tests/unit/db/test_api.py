@@ -56,15 +56,6 @@ class TestConnection(test_base.BaseTestCase):
                          (svc.host, svc.partition_key, svc.version,
                           svc.alive))
 
-    def test_mark_down_and_delete(self):
-        self.conn.upgrade()
-        self.services.heartbeat('h', 'agent')
-        self.assertTrue(self.services.mark_down('H', 'agent'))
-        (svc,) = self.services.services('agent', 60).services
-        self.assertFalse(svc.alive)
-        self.assertTrue(self.services.delete('h', 'agent'))
-        self.assertEqual((), self.services.services('agent', 60).services)
-
     def test_lost_insert_race_updates_instead(self):
         # NOTE(ironic-partition): the window between UPDATE and INSERT
         # cannot be hit on purpose on SQLite; pretend the UPDATE missed.

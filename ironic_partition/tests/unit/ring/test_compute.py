@@ -59,7 +59,7 @@ class ComputeRingProviderTestCase(base.BaseTestCase):
                     tooz_hashring.HashRing(hosts).get_nodes(node.encode()),
                     expected)
             self.assertEqual(expected, ring.get_nodes(node.encode()))
-            self.assertEqual(expected, {provider.host_for(node)})
+            self.assertEqual(expected, {ring.get_node(node)})
 
     def test_members_fn_and_cache(self):
         live = {'p1': ['a', 'b'], 'p2': ['c']}
@@ -99,7 +99,7 @@ class ComputeRingProviderTestCase(base.BaseTestCase):
 
     def test_empty(self):
         provider = compute.ComputeRingProvider(members=[])
-        self.assertIsNone(provider.host_for('x'))
+        self.assertIsNone(provider.get_ring().get_node('x'))
 
     def test_balanced_cache_by_keys(self):
         provider = compute.ComputeRingProvider(members=['a', 'b', 'c'],
