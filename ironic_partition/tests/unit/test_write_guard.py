@@ -20,7 +20,7 @@ from ironic_partition import exception
 from ironic_partition.tests.unit import test_claims
 from ironic_partition import write_guard
 
-NODE = test_claims._ids(1)[0]
+NODE, NODE_B = test_claims._ids(2)
 
 
 class TestWriteGuard(test_claims.ClaimsTestCase):
@@ -35,10 +35,36 @@ class TestWriteGuard(test_claims.ClaimsTestCase):
     def test_budget_on_novas_defaults(self):
         self.assertEqual(10.0, self.guard.timeout)
         self.assertEqual(10.0, self.guard.budget)
-        # The short cadence of the lanes: half the margin.
+        # The short cadence of the lanes: the budget is half the margin,
+        # the write may take all the proven time, up to 10 s.
         short = write_guard.WriteGuard(self.manager('cn9', lease=10,
                                                     margin=5))
-        self.assertEqual(2.5, short.timeout)
+        self.assertEqual(2.5, short.budget)
+        self.assertEqual(10.0, short.timeout)
+
+    def test_write_gets_all_the_proven_time(self):
+        # Short cadence: a fresh claim has about the lease left; the
+        # write's timeout is what the proof allows, not the budget. An
+        # Ironic PATCH of 4 s on a loaded machine fits.
+        cn9 = self.manager('cn9', lease=10, margin=5)
+        cn9.round([NODE_B])
+        guard = write_guard.WriteGuard(cn9)
+        proof = guard.prove(NODE_B)
+        self.assertAlmostEqual(10 * 0.999, guard.time_left(proof))
+        self.clock.now += 4
+        self.db_clock.now += 4
+        self.assertAlmostEqual(10 * 0.999 - 4, guard.time_left(proof))
+        guard.confirm(proof, self.clock.now - 4)
+
+    def test_timeout_never_passes_the_proof(self):
+        # 3 s left by the database's clock: above the 2.5 s budget, so
+        # the write starts, with 3 s, not 10.
+        cn9 = self.manager('cn9', lease=10, margin=5)
+        cn9.round([NODE_B])
+        guard = write_guard.WriteGuard(cn9)
+        self.db_clock.now += 7
+        proof = guard.prove(NODE_B)
+        self.assertAlmostEqual(3 * 0.999, guard.time_left(proof))
 
     def test_proof_reads_the_database_clock_in_one_statement(self):
         before = self.db.stats['claim_statements']
