@@ -339,6 +339,21 @@ class UnknownRingKey(RingProviderError, LookupError):
 # Operator CLI and partition agent (ironic_partition/cmd).
 
 
+class RecoveryRefused(IronicPartitionException):
+    """``recover`` cannot prove a host dead, or cannot move its servers.
+
+    ``changed`` says what the run changed before it stopped (by default,
+    nothing).
+    """
+
+    msg_fmt = _("Refusing to recover host %(host)r: %(reason)s. "
+                "%(changed)s")
+
+    def __init__(self, host, reason, changed=None):
+        super().__init__(host=host, reason=reason,
+                         changed=changed or _('Nothing was changed.'))
+
+
 class InvalidCommandInput(IronicPartitionException):
     """A command-line value of ``ironic-partition`` is unusable."""
 

@@ -48,6 +48,7 @@ EXIT_NOT_READY = 6
 #: Another live process holds this host name (``serve``), or a takeover
 #: found none (``serve --takeover``, ``takeover``).
 EXIT_DUPLICATE = 8
+EXIT_REFUSED = 9
 #: A bug: an unexpected error (rerun with ``--debug`` for the traceback).
 EXIT_INTERNAL = 70
 #: Interrupted (SIGINT, Ctrl-C).
@@ -127,6 +128,8 @@ def exit_code_for(exc):
     if isinstance(cause, (exception.IronicUnavailable,
                           exception.IronicRequestError)):
         return EXIT_IRONIC
+    if isinstance(cause, exception.RecoveryRefused):
+        return EXIT_REFUSED
     if isinstance(cause, (exception.DuplicateService,
                           exception.NothingToTakeOver)):
         return EXIT_DUPLICATE

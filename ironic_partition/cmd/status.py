@@ -266,11 +266,14 @@ def advice(doc):
         lines.append(_('Nobody manages the stranded nodes while '
                        '%(owners)s is not alive. Restart it; it takes '
                        'them back at its first refresh. If it is gone for '
-                       'good, force its compute service down ("openstack '
-                       'compute service set --down %(first)s nova-compute") '
-                       'and move each node to the suggested live host with '
-                       '"nova-manage db ironic_compute_node_move '
-                       '--ironic-node-uuid NODE --destination-host HOST".')
+                       'good, "ironic-partition recover %(first)s" (where '
+                       'nova-manage runs, with nova\'s nova.conf as well) '
+                       'proves it gone, fences it and moves its servers '
+                       'to the suggested live hosts; it changes nothing '
+                       'without --yes. nova\'s own procedure is "nova-manage '
+                       'db ironic_compute_node_move --ironic-node-uuid NODE '
+                       '--destination-host HOST" per node, after forcing '
+                       'its compute service down.')
                      % {'owners': ', '.join(owners) or '?',
                         'first': owners[0] if owners else 'HOST'})
     elif doc['foreign_count'] and not doc['instance_owners_known']:

@@ -251,6 +251,75 @@ class ServicesAPI(object):
         return Registration(adoptable=adoptable, replaced=replaced)
 
     @_common.retry
+    def fence_dead(self, host, role, fence, origin, service_down_time):
+        """Fence a dead host name for good, proving it dead first.
+
+        In one transaction, with the services row locked: refuse, writing
+        nothing, while the name's last heartbeat is within
+        ``service_down_time`` by the server's clock (marked down or not:
+        a graceful stop may be a restart) or while any claim of the host
+        is still valid. Otherwise the row names ``fence`` (an incarnation
+        no process runs as: a process of the old incarnation that comes
+        back loses the name at its next heartbeat or claim) and is marked
+        down, and the host's claims, all expired, are freed for the hosts
+        that take its nodes.
+
+        :param host: the host name.
+        :param role: the service role.
+        :param fence: a new incarnation UUID that no process holds.
+        :param origin: who fenced it, recorded in the row.
+        :param service_down_time: seconds of silence after which a holder
+            is dead.
+        :raises RecoveryRefused: no such row, a recent heartbeat, or a
+            valid claim; nothing was written.
+        :returns: the :data:`ServiceRecord` of the row before the fence.
+        """
+        host = host.lower()
+        table = models.Service.__table__
+        claims = models.Claim.__table__
+        with self._db.writer() as conn:
+            row = conn.execute(
+                self._holder_query(host, role).with_for_update(),
+                {'down_time': int(service_down_time)}).first()
+            if row is None:
+                raise exception.RecoveryRefused(
+                    host=host, reason='no service of role %s ever ran under '
+                    'that name in the membership database' % role)
+            now = _common.utc(row[7])
+            age = (now - _common.utc(row[4])).total_seconds()
+            if age < service_down_time:
+                raise exception.RecoveryRefused(
+                    host=host, reason='its last heartbeat was %.1f s ago '
+                    '(database clock), within service_down_time (%d s)%s; '
+                    'a live or restarting process may hold it' % (
+                        age, service_down_time,
+                        ', incarnation %s on %s' % (row[0], row[2] or '?')
+                        if row[0] else ''))
+            valid = conn.execute(
+                sa.select(sa.func.count(), sa.func.max(
+                    claims.c.expires_at)).where(
+                    claims.c.role == role, claims.c.owner == host,
+                    claims.c.expires_at > models.utcnow())).first()
+            if valid[0]:
+                left = (_common.utc(valid[1]) - now).total_seconds()
+                raise exception.RecoveryRefused(
+                    host=host, reason='%d of its claims are still valid, '
+                    'for up to %.1f s (database clock): its nodes may '
+                    'still be reported' % (valid[0], max(left, 0.0)))
+            conn.execute(sa.update(table).where(key(host, role)).values(
+                incarnation=fence, origin=origin, down=True,
+                liveness_token=None))
+            conn.execute(sa.update(claims).where(
+                claims.c.role == role, claims.c.owner == host).values(
+                owner=None, claimed_at=None, incarnation=None,
+                updated_at=models.utcnow()))
+        return ServiceRecord(
+            host=host, role=role, partition_key=row[8], version=row[9],
+            created_at=_common.utc(row[10]), last_seen=_common.utc(row[4]),
+            down=bool(row[5]), alive=False, incarnation=row[0],
+            started_at=_common.utc(row[1]), origin=row[2], shard=row[11])
+
+    @_common.retry
     def beat(self, host, role, incarnation, partition_key=None,
              version=None, shard=None, outside_peers=None):
         """Heartbeat for an incarnation, only while it holds the host name.
@@ -285,6 +354,19 @@ class ServicesAPI(object):
             sa.update(table).where(
                 key(host, role), table.c.incarnation == holder,
             ).values(**values)).rowcount
+
+    def holder(self, host, role):
+        """The incarnation holding a host name now.
+
+        :param host: the host name.
+        :param role: the service role.
+        :returns: the incarnation, or None (no row, or the name given up).
+        """
+        table = models.Service.__table__
+        with self._db.reader() as conn:
+            row = conn.execute(sa.select(table.c.incarnation).where(
+                key(host, role))).first()
+        return row[0] if row is not None else None
 
     def describe_holder(self, host, role):
         """Say who holds a host name now, for error messages.

@@ -215,12 +215,13 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             while other Ironic computes share the fleet with this one.
         :returns: None
         """
+        ctxt = nova_context.get_admin_context()
         error = (self._parallel_tracking_error() or
-                 self._local_database_error(
-                     nova_context.get_admin_context(), starting=True))
+                 self._local_database_error(ctxt, starting=True))
         if error is not None:
             raise error
-        self._partition_join()
+        if self._forced_down_error(ctxt) is None:
+            self._partition_join()
 
     def _parallel_tracking_error(self):
         """Refuse nova's parallel resource tracking while claims are on.
@@ -294,6 +295,35 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         :returns: None
         """
         os.kill(os.getpid(), signal.SIGTERM)
+
+    def _forced_down_error(self, ctxt):
+        """Wait, not joined, while nova has this service forced down.
+
+        ``ironic-partition recover`` forces a lost compute's service down
+        before moving its servers away: a process started again under
+        that name must not join the ring (and claim a share of nodes)
+        behind the operator's back. It reports no node list until an
+        operator sets the service up again. Checked only until this
+        process has joined: forcing down a running compute (nova's
+        evacuation procedure) does not make it leave.
+
+        :param ctxt: an admin context.
+        :returns: a ``PartitionNotReady``, or None.
+        """
+        if self._partition_started:
+            return None
+        service = self._own_service(ctxt)
+        if service is None or not service.forced_down:
+            return None
+        LOG.warning('Not ready: nova has this compute service forced down '
+                    '(by "ironic-partition recover %(host)s" after it was '
+                    'lost, or by an operator): it does not join the '
+                    'partition nor report any node until it is set up '
+                    'again ("openstack compute service set --up %(host)s '
+                    'nova-compute")', {'host': self._nova_host})
+        return exception.PartitionNotReady(
+            reason='nova has compute service %s forced down'
+            % self._nova_host, kind='membership')
 
     def _partition_join(self):
         """Join the membership; a silent database or holder waits.
@@ -630,7 +660,9 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             LOG.error('Not reporting any node list: %s', error)
             self._stop_refused(error)
             raise self.partition_refuse(error)
-        error = self._partition_join()
+        error = self._forced_down_error(ctxt)
+        if error is None:
+            error = self._partition_join()
         if error is not None:
             raise self.partition_refuse(error)
         try:

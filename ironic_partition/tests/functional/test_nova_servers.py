@@ -44,6 +44,7 @@ from ironic_partition.testing import nova_api as harness_api
 from ironic_partition.testing import novalane
 from ironic_partition.testing import process as harness_process
 from ironic_partition.testing import servers as harness_servers
+from ironic_partition.tests.functional import _recover
 from ironic_partition.tests.functional import test_nova_compute
 
 LOG = logging.getLogger(__name__)
@@ -65,8 +66,12 @@ REAP_INTERVAL = 5
 PROVISION = 60
 
 
-class ServersLaneTest(test_nova_compute._Lane):
-    """Servers booted and deleted through nova, under faults."""
+class ServersLaneTest(_recover.RecoverScenario, test_nova_compute._Lane):
+    """Servers booted and deleted through nova, under faults.
+
+    The last test, a compute lost for good and its servers recovered, is
+    in :mod:`._recover`.
+    """
 
     CADENCE = harness_nova.SHORT_CADENCE
     PARTITION_OPTIONS = {'membership_stale_timeout': 20}

@@ -85,7 +85,7 @@ class TestStatus(CommandTestCase):
         text = fakes.human_record(status.present(doc))
         self.assertIn('a2: dead', text)
         self.assertIn('nova-manage db ironic_compute_node_move', text)
-        self.assertIn('--down a2', text)
+        self.assertIn('"ironic-partition recover a2"', text)
 
     def test_peers_counted_from_novas_service_group(self):
         # a1 (a compute of ours) counts a2, up in nova on nova's own

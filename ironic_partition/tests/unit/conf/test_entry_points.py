@@ -50,6 +50,7 @@ CLI_COMMANDS = {
     'reserve': 'ironic_partition.cmd.reserve:Reserve',
     'release': 'ironic_partition.cmd.reserve:Release',
     'takeover': 'ironic_partition.cmd.takeover:Takeover',
+    'recover': 'ironic_partition.cmd.recover:Recover',
     'serve': 'ironic_partition.cmd.agent:Serve',
 }
 #: The commands that run a service, which the OpenStack client does not

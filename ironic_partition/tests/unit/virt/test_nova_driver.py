@@ -14,6 +14,7 @@
 
 """The nova driver's start-up policy, with nova's own classes and fakes."""
 
+import datetime
 import types
 from unittest import mock
 
@@ -237,3 +238,296 @@ class TestJoinPolicy(base.TestCase):
             connection='c', current='0004', expected='0005')
         self.assertRaises(exception.DatabaseNotMigrated,
                           self._driver(error)._partition_join)
+
+
+class TestForcedDownPolicy(base.TestCase):
+    """``_forced_down_error``: a recovered host waits until set up."""
+
+    def setUp(self):
+        super().setUp()
+        self.logger = self.useFixture(fixtures.FakeLogger())
+
+    def _driver(self, service, started=False):
+        driver = _bare_driver(_partition_started=started)
+        driver._own_service = mock.Mock(return_value=service)
+        return driver
+
+    def test_forced_down_before_joining_waits(self):
+        driver = self._driver(types.SimpleNamespace(forced_down=True))
+        error = driver._forced_down_error(None)
+        self.assertIsInstance(error, exception.PartitionNotReady)
+        self.assertIn('nova has compute service cn1 forced down', str(error))
+        self.assertIn('"openstack compute service set --up cn1 '
+                      'nova-compute"', self.logger.output)
+
+    def test_up_or_unknown_joins(self):
+        for service in (types.SimpleNamespace(forced_down=False), None):
+            self.assertIsNone(self._driver(service)._forced_down_error(None))
+
+    def test_a_joined_process_is_not_stopped(self):
+        driver = self._driver(types.SimpleNamespace(forced_down=True),
+                              started=True)
+        self.assertIsNone(driver._forced_down_error(None))
+        driver._own_service.assert_not_called()
+
+
+class TestOrphansPolicy(base.TestCase):
+    """``_orphans_of_mine``: deleted servers of this host still on a node."""
+
+    def setUp(self):
+        super().setUp()
+        self.logger = self.useFixture(fixtures.FakeLogger())
+        self.nodes = {}
+        self.driver = _bare_driver(
+            partitioner=types.SimpleNamespace(
+                index=types.SimpleNamespace(nodes=self.nodes)),
+            _orphans=set(), _not_orphans=set())
+        self.deleted = set()
+        self.queries = []
+
+        def get_by_filters(ctxt, filters, **kwargs):
+            self.queries.append(sorted(filters['uuid']))
+            self.assertEqual('cn1', filters['host'])
+            return [types.SimpleNamespace(uuid=u) for u in filters['uuid']
+                    if u in self.deleted]
+        patcher = mock.patch.object(nova_driver.objects.InstanceList,
+                                    'get_by_filters', autospec=True,
+                                    side_effect=get_by_filters)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        self.ctxt = mock.Mock()
+
+    def on_node(self, node, instance):
+        self.nodes[node] = types.SimpleNamespace(instance_id=instance)
+
+    def test_a_deleted_server_of_this_host_is_reported_once_warned(self):
+        self.on_node('n1', 'live')
+        self.on_node('n2', 'gone')
+        self.on_node('n3', 'elsewhere')
+        self.on_node('n4', None)
+        self.deleted.add('gone')
+        self.assertEqual({'gone'},
+                         self.driver._orphans_of_mine(self.ctxt, {'live'}))
+        self.assertEqual([['elsewhere', 'gone']], self.queries)
+        self.assertEqual(1, self.logger.output.count(
+            'Instance gone of this host was deleted'))
+        # The next refresh asks nova again about the orphan only (not
+        # about what it found not to be one): still reported, not warned
+        # about again.
+        self.assertEqual({'gone'},
+                         self.driver._orphans_of_mine(self.ctxt, {'live'}))
+        self.assertEqual([['elsewhere', 'gone'], ['gone']], self.queries)
+        self.assertEqual(1, self.logger.output.count(
+            'Instance gone of this host was deleted'))
+
+    def test_a_torn_down_node_is_forgotten(self):
+        self.on_node('n2', 'gone')
+        self.deleted.add('gone')
+        self.driver._orphans_of_mine(self.ctxt, set())
+        # nova tore the node down: nothing reported, nothing remembered.
+        self.nodes['n2'].instance_id = None
+        self.assertEqual(set(), self.driver._orphans_of_mine(self.ctxt,
+                                                             set()))
+        self.assertEqual(set(), self.driver._not_orphans)
+
+    def test_a_node_seen_again_is_asked_about_again(self):
+        # Not an orphan of this host, then off its node, then back on a
+        # node (another build): nova is asked again.
+        self.on_node('n3', 'elsewhere')
+        self.driver._orphans_of_mine(self.ctxt, set())
+        del self.nodes['n3']
+        self.driver._orphans_of_mine(self.ctxt, set())
+        self.on_node('n5', 'elsewhere')
+        self.driver._orphans_of_mine(self.ctxt, set())
+        self.assertEqual([['elsewhere'], ['elsewhere']], self.queries)
+
+    def test_live_servers_are_never_asked_about(self):
+        self.on_node('n1', 'live')
+        self.assertEqual(set(),
+                         self.driver._orphans_of_mine(self.ctxt, {'live'}))
+        self.assertEqual([], self.queries)
+
+
+class TestLivenessPolicy(base.TestCase):
+    """``_liveness`` and ``_heartbeat_since_start``: fail closed."""
+
+    def setUp(self):
+        super().setUp()
+        self.now = datetime.datetime(2026, 11, 28, 12, 0, 0,
+                                     tzinfo=datetime.timezone.utc)
+        self.useFixture(fixtures.MockPatchObject(
+            nova_driver.timeutils, 'utcnow',
+            lambda with_timezone=False: self.now))
+        self.up = False
+        self.driver = _bare_driver(servicegroup_api=types.SimpleNamespace(
+            service_is_up=lambda service: self.up))
+        self.nodes = []
+        self.useFixture(fixtures.MockPatchObject(
+            nova_driver.objects.ComputeNodeList, 'get_all_by_host',
+            lambda ctxt, host: self.nodes))
+        self.flags = types.SimpleNamespace(service_down_time=60,
+                                           servicegroup_driver='db')
+        self.useFixture(fixtures.MockPatchObject(nova_driver, 'CONF',
+                                                 self.flags))
+
+    def node(self, seconds_ago, created_only=False):
+        at = self.now - datetime.timedelta(seconds=seconds_ago)
+        return types.SimpleNamespace(
+            updated_at=None if created_only else at, created_at=at)
+
+    def test_a_node_written_within_service_down_time_reports(self):
+        service = types.SimpleNamespace(host='cn2')
+        self.nodes = [self.node(300), self.node(30)]
+        self.assertEqual((False, True),
+                         self.driver._liveness(None, service))
+
+    def test_nodes_older_than_service_down_time_do_not_report(self):
+        service = types.SimpleNamespace(host='cn2')
+        self.nodes = [self.node(61), self.node(90, created_only=True)]
+        self.up = True
+        self.assertEqual((True, False),
+                         self.driver._liveness(None, service))
+        self.nodes = []
+        self.assertEqual((True, False),
+                         self.driver._liveness(None, service))
+
+    def test_heartbeat_since_start_by_nova_database(self):
+        self.driver._started_at = self.now
+        seen = types.SimpleNamespace(last_seen_up=None)
+        self.assertFalse(self.driver._heartbeat_since_start(seen))
+        # Before this process started (the previous process's): no.
+        seen.last_seen_up = (self.now - datetime.timedelta(seconds=1)
+                             ).replace(tzinfo=None)
+        self.assertFalse(self.driver._heartbeat_since_start(seen))
+        # nova stores naive UTC: read as UTC.
+        seen.last_seen_up = (self.now + datetime.timedelta(seconds=1)
+                             ).replace(tzinfo=None)
+        self.assertTrue(self.driver._heartbeat_since_start(seen))
+
+    def test_heartbeat_since_start_by_another_driver(self):
+        self.flags.servicegroup_driver = 'mc'
+        service = types.SimpleNamespace(last_seen_up=None)
+        self.up = True
+        self.assertTrue(self.driver._heartbeat_since_start(service))
+        self.up = False
+        self.assertFalse(self.driver._heartbeat_since_start(service))
+
+
+class TestLocalDatabasePolicy(base.TestCase):
+    """``_local_database_error``: one compute on a SQLite claims file.
+
+    nova's services and compute nodes are fakes: ``self.ironic`` the
+    Ironic computes (host, id, up, reporting), ``self.computes`` every
+    nova-compute with its compute nodes' hypervisor types.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.now = 1000.0
+        self.useFixture(fixtures.MockPatchObject(
+            nova_driver.time, 'monotonic', lambda: self.now))
+        self.useFixture(fixtures.MockPatchObject(
+            nova_driver, 'CONF', types.SimpleNamespace(report_interval=10)))
+        self.ironic = {}
+        self.computes = {}
+        store = types.SimpleNamespace(dialect='sqlite',
+                                      masked_connection='sqlite:///x')
+        settings = types.SimpleNamespace(partition_key=None, shard=None,
+                                         host='cn1')
+        self.own = types.SimpleNamespace(id=5, host='cn1')
+        self.heartbeat = False
+        self.driver = _bare_driver(
+            partitioner=types.SimpleNamespace(store=store, settings=settings),
+            _reported=False, _first_check=None, _heartbeat_seen=None,
+            servicegroup_api=types.SimpleNamespace(
+                service_is_up=lambda svc: self.computes[svc.host][1]))
+        self.driver._own_service = lambda ctxt: self.own
+        self.driver._heartbeat_since_start = lambda svc: self.heartbeat
+        self.driver._liveness = lambda ctxt, svc: self.ironic[svc.host][1:]
+        self.driver._compute_nodes = (
+            lambda ctxt, host: [types.SimpleNamespace(hypervisor_type=t)
+                                for t in self.computes[host][2]])
+        self.useFixture(fixtures.MockPatchObject(
+            nova_driver.objects.ServiceList, 'get_all_computes_by_hv_type',
+            lambda ctxt, hv_type: [
+                types.SimpleNamespace(host=h, id=v[0])
+                for h, v in sorted(self.ironic.items())]))
+        self.useFixture(fixtures.MockPatchObject(
+            nova_driver.objects.ServiceList, 'get_by_binary',
+            lambda ctxt, binary, include_disabled=False: [
+                types.SimpleNamespace(host=h, id=v[0])
+                for h, v in sorted(self.computes.items())]))
+
+    def error(self, starting=False):
+        return self.driver._local_database_error(None, starting=starting)
+
+    def assert_refused(self, error, *hosts):
+        self.assertIsInstance(error, exception.ConfigurationError)
+        self.assertIn('[ironic_partition_database] connection', str(error))
+        self.assertIn('are up (%s)' % ', '.join(hosts), str(error))
+
+    def assert_waits(self, error, text):
+        self.assertIsInstance(error, nova_driver._WaitForRival)
+        self.assertIn(text, str(error))
+
+    def test_shared_database_or_a_partition_is_never_refused(self):
+        self.ironic['cn2'] = (1, True, True)
+        self.driver.partitioner.store.dialect = 'postgresql'
+        self.assertIsNone(self.error(starting=True))
+        self.driver.partitioner.store.dialect = 'sqlite'
+        self.driver.partitioner.settings.partition_key = 'rack1'
+        self.assertIsNone(self.error(starting=True))
+
+    def test_at_start_any_live_ironic_compute_refuses(self):
+        self.ironic['cn1'] = (5, True, True)    # itself
+        self.ironic['cn3'] = (9, False, False)  # down, silent
+        self.assertIsNone(self.error(starting=True))
+        self.ironic['cn2'] = (7, False, True)   # down in nova, reporting
+        self.assert_refused(self.error(starting=True), 'cn2')
+
+    def test_without_a_record_it_waits(self):
+        self.own = None
+        self.assert_waits(self.error(), 'no service record in nova yet')
+
+    def test_it_waits_for_its_first_heartbeat_then_a_report_interval(self):
+        self.assert_waits(self.error(), 'waits for its first heartbeat')
+        self.heartbeat = True
+        self.assert_waits(self.error(), 'waits one [DEFAULT] report_interval')
+        self.now += 10
+        self.assertIsNone(self.error())
+
+    def _past_the_waits(self):
+        self.heartbeat = True
+        self.error()
+        self.now += 10
+
+    def test_a_lower_id_in_its_first_pass_is_waited_for(self):
+        self._past_the_waits()
+        self.computes['cn0'] = (2, True, [])           # up, no node yet
+        self.computes['cn9'] = (9, True, [])           # higher id
+        self.computes['lv1'] = (3, True, ['qemu'])     # another driver
+        self.computes['dn1'] = (1, False, [])          # down
+        self.assert_waits(self.error(), 'lower service id than this one '
+                          '(cn0) have no compute node yet')
+        self.computes['cn0'] = (2, True, ['ironic'])
+        self.assert_refused(self.error(), 'cn0')
+
+    def test_before_its_first_report_ids_decide(self):
+        self._past_the_waits()
+        # A live Ironic compute with a lower id refuses it; one with a
+        # higher id only if it reports.
+        self.ironic['cn9'] = (9, True, False)
+        self.assertIsNone(self.error())
+        self.ironic['cn9'] = (9, True, True)
+        self.assert_refused(self.error(), 'cn9')
+        del self.ironic['cn9']
+        self.ironic['cn2'] = (2, True, False)
+        self.assert_refused(self.error(), 'cn2')
+
+    def test_once_reporting_only_a_reporting_lower_id_refuses(self):
+        self.driver._reported = True
+        self.ironic['cn9'] = (9, True, True)
+        self.ironic['cn2'] = (2, True, False)
+        self.assertIsNone(self.error())
+        self.ironic['cn2'] = (2, False, True)
+        self.assert_refused(self.error(), 'cn2')
