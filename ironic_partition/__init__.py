@@ -16,4 +16,7 @@
 
 import pbr.version
 
-__version__ = pbr.version.VersionInfo('ironic-partition').version_string()
+# NOTE(ironic-partition): the full version (a development build's
+# ".devN" included): services record it, and a rolling upgrade between two
+# builds of one release must tell them apart.
+__version__ = pbr.version.VersionInfo('ironic-partition').release_string()

@@ -126,11 +126,15 @@ def from_settings(settings, store=None, role=None, takeover=False,
     """
     if not settings.claims_wanted(store):
         if settings.claims_mode == claim_settings.MODE_AUTO:
-            LOG.info('Ownership claims are off: the membership backend '
-                     'keeps no shared database; set [ironic_partition] '
-                     'claims = database (with a shared '
-                     '[ironic_partition_database] connection) to make '
-                     'rebalancing safe')
+            # NOTE(ironic-partition): inside nova, membership_backend =
+            # nova is the one choice that silently turns claims off.
+            log = (LOG.warning if settings.membership_backend == 'nova'
+                   else LOG.info)
+            log('Ownership claims are off: the membership backend '
+                '(%s) keeps no shared database; set [ironic_partition] '
+                'claims = database (with a shared '
+                '[ironic_partition_database] connection) to make '
+                'rebalancing safe', settings.membership_backend)
         return None
     timings = settings.claims()
     role = role or DEFAULT_ROLE

@@ -21,6 +21,7 @@ value at fault and what is allowed.
 
 from oslo_log import log as logging
 
+from ironic_partition import __version__
 from ironic_partition._i18n import _
 
 LOG = logging.getLogger(__name__)
@@ -219,22 +220,59 @@ def missing_driver_hint(error):
              '\'ironic-partition[postgresql]\')')
 
 
-class DatabaseNotMigrated(MembershipError):
+class _SchemaMismatch(MembershipError):
+    """The schema and this code do not go together.
+
+    ``version`` (this code's package version) is filled in when not given;
+    ``upgraded_by`` (who upgraded the schema), ``needs`` (the code the
+    schema needs) and ``pending`` (the migrations an upgrade applies, the
+    head by default) say so when they are unknown.
+    """
+
+    def __init__(self, message=None, **kwargs):
+        kwargs.setdefault('version', __version__)
+        # NOTE(ironic-partition): None (a schema without a contract, or
+        # one no dbsync recorded) reads as unknown too.
+        for name, unknown in (('upgraded_by', _('an unknown version')),
+                              ('needs', _('(unknown)'))):
+            if kwargs.get(name) is None:
+                kwargs[name] = unknown
+        kwargs.setdefault('pending', kwargs.get('expected'))
+        super().__init__(message, **kwargs)
+
+
+class DatabaseNotMigrated(_SchemaMismatch):
     """The membership database schema is missing or too old."""
 
     msg_fmt = _("The membership database %(connection)s is at schema "
-                "revision %(current)s but this code needs %(expected)s. "
-                "Run \"ironic-partition-dbsync upgrade\" (with the same "
-                "configuration files) first.")
+                "revision %(current)s but this code (ironic-partition "
+                "%(version)s) needs %(expected)s (the upgrade applies "
+                "%(pending)s). Run \"ironic-partition-dbsync upgrade\" "
+                "(with the same configuration files) first: it only adds "
+                "to the schema, so the services still running the previous "
+                "version keep running.")
 
 
-class DatabaseTooNew(MembershipError):
-    """The membership database schema is newer than this code."""
+class DatabaseTooNew(_SchemaMismatch):
+    """The membership database schema is newer than this code allows."""
 
     msg_fmt = _("The membership database %(connection)s is at schema "
-                "revision %(current)s, which this code does not know (its "
-                "newest is %(expected)s). Upgrade ironic-partition on this "
-                "host.")
+                "revision %(current)s (upgraded by ironic-partition "
+                "%(upgraded_by)s), which needs code of revision "
+                "%(needs)s or later; this code (ironic-partition "
+                "%(version)s) knows revisions up to %(expected)s. Install "
+                "an ironic-partition that knows %(needs)s on this host.")
+
+
+class DatabaseAheadOfDbsync(_SchemaMismatch):
+    """An ``ironic-partition-dbsync upgrade`` older than the schema."""
+
+    msg_fmt = _("the schema is at revision %(current)s (upgraded by "
+                "ironic-partition %(upgraded_by)s), newer than this "
+                "ironic-partition-dbsync knows (ironic-partition "
+                "%(version)s, revisions up to %(expected)s): there is "
+                "nothing it can upgrade. Run the ironic-partition-dbsync of "
+                "the newest ironic-partition installed.")
 
 
 class MembershipUnavailable(MembershipError):

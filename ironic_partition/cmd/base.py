@@ -114,6 +114,8 @@ def load_conf(config_files=(), config_dirs=(), debug=False, role=None):
     for path in config_dirs:
         args += ['--config-dir', path]
     conf(args, project=PROJECT, prog=PROG, version=__version__)
+    if role == membership_base.ROLE_NOVA_COMPUTE:
+        ip_conf.follow_nova_service_down_time(conf)
     if debug:
         conf.set_override('debug', True)
     return conf

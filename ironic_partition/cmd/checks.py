@@ -68,6 +68,7 @@ import os
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from ironic_partition import __version__
 from ironic_partition._i18n import _
 from ironic_partition import claim_settings
 from ironic_partition.cmd import _errors
@@ -76,6 +77,8 @@ from ironic_partition import conductor_groups
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import ironic as ironic_conf
 from ironic_partition.conf import partition as partition_conf
+from ironic_partition.db import grants
+from ironic_partition.db import migration
 from ironic_partition import exception
 from ironic_partition.inspection import audit as inspection_audit
 from ironic_partition.membership import base as membership_base
@@ -89,8 +92,8 @@ LOG = logging.getLogger(__name__)
 #: ``warning``.
 Finding = collections.namedtuple('Finding', ['check', 'severity', 'message'])
 
-CHECKS = ('config', 'database', 'duplicates', 'ironic', 'group', 'case',
-          'peers', 'shards')
+CHECKS = ('config', 'database', 'privileges', 'duplicates', 'schema',
+          'ironic', 'group', 'case', 'peers', 'shards')
 
 #: The audits that ``--inspection-config`` adds.
 INSPECTION_CHECKS = ('inspection-map', 'inspection-served')
@@ -217,9 +220,11 @@ def _check_database(conf, settings, role, report):
         if db is not None:
             if local is None:
                 report.ok('database')
+            _check_privileges(db, report)
             _check_duplicates(db, role, report)
             report.services = db.services.services(
                 role, conf[partition_conf.GROUP].service_down_time).services
+            _check_schema(db, report.services, report)
     except exception.IronicPartitionException as e:
         if local is None:
             report.problem('database', e)
@@ -251,6 +256,74 @@ def _local_database_error(settings, role):
     except exception.ConfigurationError as e:
         return e
     return None
+
+
+def _check_privileges(db, report):
+    """Check the service's database user has its grants, and no more.
+
+    A running service needs what ``ironic-partition-dbsync grants``
+    prints (a problem when a right is missing); a user that can also
+    create, drop or alter tables (the schema owner, a superuser) lets one
+    compromised or misconfigured service destroy what every service
+    relies on (a warning).
+    """
+    missing = grants.missing_rights(db)
+    if missing:
+        report.problem('privileges', _(
+            'The user of [ironic_partition_database] connection (%(conn)s) '
+            'lacks %(missing)s, which every service needs: run the '
+            'statements "ironic-partition-dbsync grants --user USER" '
+            'prints, as an administrator') % {
+                'conn': db.masked_connection, 'missing': ', '.join(missing)})
+    rights = grants.schema_rights(db)
+    if rights:
+        report.warning('privileges', _(
+            'The user of [ironic_partition_database] connection (%(conn)s) '
+            'has more rights than a running service needs: %(rights)s. '
+            'Give the services a user with only the grants '
+            '"ironic-partition-dbsync grants --user USER" prints, and keep '
+            'the schema owner for ironic-partition-dbsync') % {
+                'conn': db.masked_connection, 'rights': ', '.join(rights)})
+    else:
+        report.ok('privileges')
+
+
+def _check_schema(db, services, report):
+    """Say what a rolling upgrade left: a newer schema, mixed versions.
+
+    A schema older than this code, or newer than it may run against, is
+    a ``database`` problem already (the membership could not be opened).
+    """
+    found = len(report.findings)
+    current = db.schema_revision()
+    head = migration.head_revision()
+    if current != head:
+        contract = migration.read_contract(db.engine)
+        report.warning('schema', _(
+            'The membership database is at schema revision %(cur)s '
+            '(upgraded by ironic-partition %(by)s), newer than this host\'s '
+            'ironic-partition %(version)s (revisions up to %(head)s): its '
+            'later migrations only add, so this version runs, but upgrade '
+            'ironic-partition on this host') % {
+                'cur': current, 'head': head, 'version': __version__,
+                'by': (contract and contract.upgraded_by) or
+                _('an unknown version')})
+    versions = collections.defaultdict(list)
+    for service in services:
+        if service.alive:
+            versions[service.version or _('(unknown)')].append(service.host)
+    if len(versions) > 1:
+        report.warning('schema', _(
+            'The live services run %(count)d versions of ironic-partition: '
+            '%(versions)s. A rolling upgrade is under way: finish it (every '
+            'service on the new version) before the next '
+            '"ironic-partition-dbsync upgrade"') % {
+                'count': len(versions),
+                'versions': '; '.join(
+                    '%s on %s' % (version, ', '.join(sorted(hosts)))
+                    for version, hosts in sorted(versions.items()))})
+    if len(report.findings) == found:
+        report.ok('schema')
 
 
 def _check_duplicates(db, role, report):

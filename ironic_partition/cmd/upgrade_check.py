@@ -57,7 +57,7 @@ NOVA_DEFAULT_INTERVAL = 60
 GROUPS = (
     ('config', _('Configuration'), ('config', 'case', 'peers')),
     ('database', _('Membership and claims database'),
-     ('database', 'duplicates')),
+     ('database', 'privileges', 'duplicates', 'schema')),
     ('ironic', _('Ironic and the conductor group'), ('ironic', 'group')),
     ('fleet', _('Conductor groups and shards served'),
      ('coverage', 'served')),

@@ -90,6 +90,37 @@ _NOVA_HOST_OPT = cfg.StrOpt(
            'host overrides it).'))
 
 
+#: nova's ``[DEFAULT] service_down_time``, read by the operator tools
+#: when they describe a nova-compute, as nova registers it.
+_NOVA_DOWN_TIME_OPT = cfg.IntOpt(
+    'service_down_time', default=60,
+    help=_('nova\'s own service_down_time, which [ironic_partition] '
+           'service_down_time follows inside nova-compute when unset.'))
+
+
+def follow_nova_service_down_time(conf):
+    """Inside nova, one ``service_down_time`` unless ours is set.
+
+    nova-compute has ``[DEFAULT] service_down_time`` (nova's service
+    group) and ``[ironic_partition] service_down_time`` (the membership
+    database, the wait for a previous process, the automatic lease):
+    when ours is not set in a file, it takes nova's value, so that one
+    setting governs both. Call after the files are parsed.
+
+    :param conf: nova's ``ConfigOpts`` (or a tool's, reading nova.conf),
+        our options registered.
+    :returns: None
+    """
+    if 'service_down_time' not in conf:
+        return
+    location = conf.get_location('service_down_time', partition.GROUP)
+    if location is not None and location.location not in (
+            cfg.Locations.opt_default, cfg.Locations.set_default):
+        return
+    conf.set_default('service_down_time', conf.service_down_time,
+                     group=partition.GROUP)
+
+
 def register_nova_host_opt(conf):
     """Read ``[DEFAULT] host`` from the files, as nova-compute does.
 
@@ -106,6 +137,8 @@ def register_nova_host_opt(conf):
     """
     if 'host' not in conf:
         conf.register_opt(_NOVA_HOST_OPT)
+    if 'service_down_time' not in conf:
+        conf.register_opt(_NOVA_DOWN_TIME_OPT)
 
 
 def normalize_host(host):

@@ -135,7 +135,9 @@ opts = [
                'clock) after which a peer counts as dead and its '
                'instance-less nodes are shared among the live peers. '
                'Shorter means faster failover and more churn on a slow '
-               'database.')),
+               'database. Inside nova-compute, when unset, nova\'s own '
+               '[DEFAULT] service_down_time (its service group\'s) is '
+               'used, so that one value governs both.')),
     cfg.IntOpt(
         'membership_stale_timeout',
         default=300,

@@ -40,6 +40,7 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 
+from ironic_partition import __version__
 from ironic_partition._i18n import _
 from ironic_partition import _urls
 from ironic_partition.conf import database as database_conf
@@ -297,10 +298,13 @@ class Connection(object):
 
         SQLite serves one host, with nothing to coordinate, and is
         upgraded at once; a server database must be upgraded by
-        ``ironic-partition-dbsync upgrade``.
+        ``ironic-partition-dbsync upgrade``. A schema newer than this code
+        is used when its contract lets this code run (later migrations
+        that only add), with a WARNING.
 
         :param upgrade: False only checks (read-only callers, the CLI).
-        :raises DatabaseTooNew: the schema is newer than this code.
+        :raises DatabaseTooNew: the schema is newer than this code may
+            run against.
         :raises DatabaseNotMigrated: the schema is missing or old and
             cannot be upgraded here.
         :returns: the schema revision.
@@ -309,10 +313,9 @@ class Connection(object):
         current = self.schema_revision()
         if current == head:
             return current
-        if current is not None and current not in migration.known_revisions():
-            raise exception.DatabaseTooNew(
-                connection=self.masked_connection, current=current,
-                expected=head)
+        known = migration.known_revisions()
+        if current is not None and current not in known:
+            return self._newer_schema(current, head, known)
         if upgrade and self.dialect == 'sqlite':
             LOG.info('Upgrading the embedded SQLite membership database '
                      '%(conn)s from schema %(cur)s to %(head)s',
@@ -321,4 +324,37 @@ class Connection(object):
             return self.upgrade()
         raise exception.DatabaseNotMigrated(
             connection=self.masked_connection,
-            current=current or _('(none)'), expected=head)
+            current=current or _('(none)'), expected=head,
+            pending=', '.join(migration.pending(current)))
+
+    def newer_schema_error(self, current, contract=None):
+        """The error for a schema revision this code does not know.
+
+        :param current: the schema revision.
+        :param contract: the schema's :data:`~ironic_partition.db.
+            migration.Contract`, read when not given.
+        :returns: a :class:`~ironic_partition.exception.DatabaseTooNew`
+            naming the code the schema needs and who upgraded it.
+        """
+        if contract is None:
+            contract = migration.read_contract(self.engine)
+        return exception.DatabaseTooNew(
+            connection=self.masked_connection, current=current,
+            expected=migration.head_revision(),
+            needs=contract and contract.oldest_code_revision,
+            upgraded_by=contract and contract.upgraded_by)
+
+    def _newer_schema(self, current, head, known):
+        contract = migration.read_contract(self.engine)
+        if contract is None or contract.oldest_code_revision not in known:
+            raise self.newer_schema_error(current, contract)
+        LOG.warning('The membership database %(conn)s is at schema '
+                    'revision %(cur)s (upgraded by ironic-partition '
+                    '%(by)s), newer than this code (ironic-partition '
+                    '%(version)s, revisions up to %(head)s); its later '
+                    'migrations only add, so this code runs against it. '
+                    'Upgrade ironic-partition on this host.',
+                    {'conn': self.masked_connection, 'cur': current,
+                     'by': contract.upgraded_by or _('an unknown version'),
+                     'version': __version__, 'head': head})
+        return current

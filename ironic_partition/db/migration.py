@@ -19,8 +19,20 @@ relative to it, so no alembic.ini is needed and the current directory does
 not matter. Upgrades are idempotent and serialised by a server-side lock on
 PostgreSQL and MariaDB/MySQL, so ``ironic-partition-dbsync upgrade`` can be
 run on several hosts at once and while services heartbeat.
+
+Every migration is an *expand*: it only adds (a table, a nullable column,
+an index), so that the services still running the previous code keep
+running while the schema is upgraded under them. A migration that removes
+what older code uses is a *contract*: it declares ``compatibility =
+'contract'``, raises ``oldest_code_revision`` in ``ironic_partition_schema``
+to the first code revision that no longer uses what it removes, and ships
+a release after that code. The schema keeps that revision in
+``ironic_partition_schema`` (:func:`read_contract`): code that meets a
+schema revision it does not know runs when it knows that one. See
+:doc:`/admin/upgrading`.
 """
 
+import collections
 import contextlib
 import fcntl
 import os
@@ -33,11 +45,16 @@ from alembic import script as alembic_script
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from ironic_partition import __version__
 from ironic_partition.db import models
 
 LOG = logging.getLogger(__name__)
 
 VERSION_TABLE = 'ironic_partition_alembic_version'
+#: The schema's contract with the code (from ``0006_schema_contract``).
+CONTRACT_TABLE = models.SchemaContract.__tablename__
+#: The values a migration's ``compatibility`` may take.
+COMPATIBILITIES = ('expand', 'contract')
 _LOCK_NAME = 'ironic_partition_dbsync'
 # NOTE(ironic-partition): any constant will do for pg_advisory_lock; this
 # one spells "ipdbsync" in ASCII.
@@ -75,8 +92,62 @@ def known_revisions():
 
     :returns: a set of revision ids.
     """
+    return {rev.revision for rev in revisions()}
+
+
+def revisions():
+    """Return the revisions known to this code, oldest first.
+
+    :returns: a list of alembic ``Script`` objects (``revision``,
+        ``module``).
+    """
     script = alembic_script.ScriptDirectory.from_config(_alembic_config())
-    return {rev.revision for rev in script.walk_revisions()}
+    return list(reversed(list(script.walk_revisions())))
+
+
+def pending(current):
+    """Return the revisions an upgrade from ``current`` would apply.
+
+    :param current: a revision this code knows, or None for no schema.
+    :returns: their ids, oldest first.
+    """
+    ids = [r.revision for r in revisions()]
+    if current is None:
+        return ids
+    return ids[ids.index(current) + 1:]
+
+
+#: What ``ironic_partition_schema`` says (None fields where not recorded).
+Contract = collections.namedtuple(
+    'Contract', ['oldest_code_revision', 'upgraded_by', 'updated_at'])
+
+
+def read_contract(engine):
+    """Read the schema's contract with the code.
+
+    :param engine: a SQLAlchemy engine.
+    :returns: a :data:`Contract`, or None when the schema has none (older
+        than ``0006_schema_contract``, or not this project's).
+    """
+    table = models.SchemaContract.__table__
+    with engine.connect() as conn:
+        if not sa.inspect(conn).has_table(CONTRACT_TABLE):
+            return None
+        row = conn.execute(sa.select(
+            table.c.oldest_code_revision, table.c.upgraded_by,
+            table.c.updated_at).where(table.c.id == 1)).first()
+    if row is None:
+        return None
+    return Contract(*row)
+
+
+def _record_upgrade(conn):
+    if not sa.inspect(conn).has_table(CONTRACT_TABLE):
+        return
+    table = models.SchemaContract.__table__
+    conn.execute(table.update().where(table.c.id == 1).values(
+        upgraded_by=__version__[:models.VERSION_LENGTH],
+        updated_at=models.utcnow()))
 
 
 def current_revision(engine):
@@ -169,6 +240,8 @@ def upgrade_from(engine, revision='head'):
             after = alembic_migration.MigrationContext.configure(
                 conn, opts={'version_table': VERSION_TABLE}
             ).get_current_revision()
+            if before != after:
+                _record_upgrade(conn)
             conn.commit()
     if before != after:
         LOG.info('Upgraded the membership database schema from %(before)s '

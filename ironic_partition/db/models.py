@@ -36,6 +36,7 @@ HOST_LENGTH = 255
 ROLE_LENGTH = 32
 PARTITION_KEY_LENGTH = 255
 VERSION_LENGTH = 64
+REVISION_LENGTH = 64
 NODE_ID_LENGTH = 36
 INCARNATION_LENGTH = 36
 ORIGIN_LENGTH = 255
@@ -305,3 +306,29 @@ class Claim(Base):
         sa.String(INCARNATION_LENGTH), nullable=True)
     shard: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(SHARD_LENGTH), nullable=True)
+
+
+class SchemaContract(Base):
+    """The schema's contract with the code: one row, ``id`` 1.
+
+    ``oldest_code_revision`` is the oldest code revision (the newest
+    migration that code knows) that may run against this schema; code that
+    meets a schema revision it does not know runs when it knows this one
+    (see :doc:`/admin/upgrading`). An expand migration leaves it; a
+    contract migration, which removes what older code still uses, raises
+    it. ``upgraded_by`` is the version of ``ironic-partition-dbsync`` that
+    last changed the schema, ``updated_at`` when (database clock).
+    """
+
+    __tablename__ = 'ironic_partition_schema'
+    __table_args__ = (
+        {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'},
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, primary_key=True, autoincrement=False)
+    oldest_code_revision: orm.Mapped[str] = orm.mapped_column(
+        sa.String(REVISION_LENGTH), nullable=False)
+    upgraded_by: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(VERSION_LENGTH), nullable=True)
+    updated_at = orm.mapped_column(timestamp_type(), nullable=True)

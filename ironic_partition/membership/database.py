@@ -53,6 +53,7 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition import conf as ip_conf
+from ironic_partition.db import grants
 from ironic_partition.db import health
 from ironic_partition.db import store as store_mod
 from ironic_partition import db_writers
@@ -166,6 +167,10 @@ class DatabaseMembership(base.MembershipBackend):
         except exception.MembershipError:
             raise
         except Exception as exc:
+            # NOTE(ironic-partition): a missing grant is a configuration
+            # error, not a database that does not answer.
+            if grants.permission_denied(exc):
+                raise grants.denied_error(self.store.db, exc) from exc
             raise self._connection_failed(exc)
         self._health.succeeded()
         self._watching = True

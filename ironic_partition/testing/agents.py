@@ -180,6 +180,8 @@ class Agent(object):
         self.proxy = proxy
         self.clock_offset = clock_offset
         self.paused = False
+        #: The command line after the ``ironic-partition`` command.
+        self.serve_args = []
 
     def report(self):
         """The agent's report file, ``{}`` when absent.
@@ -265,7 +267,7 @@ class AgentSet(fixtures.Fixture):
                                       database=url, shard=shard, **options)
 
     def add(self, host, peers, clock_offset=None, start=True, args=(),
-            endpoint=None):
+            endpoint=None, command=None):
         """Configure an agent, and start it.
 
         :param host: its host name.
@@ -274,13 +276,16 @@ class AgentSet(fixtures.Fixture):
         :param start: start it now.
         :param args: more ``serve`` arguments (e.g. ``--takeover``).
         :param endpoint: its own Ironic endpoint, or None for the set's.
+        :param command: the ``ironic-partition`` command to run (another
+            version's), or None for this one's.
         :returns: the :class:`Agent`.
         """
         env = harness_cli.cli_env()
-        argv = harness_cli.cli_argv()
+        argv = list(command) if command else harness_cli.cli_argv()
         if clock_offset:
             env.update(clock_offset_env(clock_offset))
             argv = skewed_argv()
+        base = len(argv)
         report_path = os.path.join(self.workdir, '%s.json' % host)
         conf_path = os.path.join(self.workdir, '%s.conf' % host)
         argv = argv + [
@@ -302,6 +307,7 @@ class AgentSet(fixtures.Fixture):
         agent = Agent(host, peers, service, conf_path, report_path,
                       proxy=proxy, clock_offset=clock_offset,
                       endpoint=endpoint)
+        agent.serve_args = argv[base:]
         self.agents[host] = agent
         if self.observer is not None:
             self.observer.add_agent(host, report_path)
@@ -384,6 +390,25 @@ class AgentSet(fixtures.Fixture):
         :returns: the exit code of the stopped process.
         """
         code = self.stop(host) if graceful else self.kill(host)
+        self.start(host)
+        return code
+
+    def replace(self, host, command=None):
+        """Stop an agent gracefully and start another version in its place.
+
+        The same host name, configuration and report file: an upgrade of
+        the package on that host.
+
+        :param host: the agent.
+        :param command: the ``ironic-partition`` command of the version to
+            start, or None for this one's.
+        :returns: the exit code of the stopped process.
+        """
+        agent = self.agents[host]
+        code = self.stop(host)
+        agent.service.argv = ((list(command) if command
+                               else harness_cli.cli_argv()) +
+                              agent.serve_args)
         self.start(host)
         return code
 

@@ -30,6 +30,8 @@ import sqlalchemy
 from sqlalchemy.engine import url as sa_url
 
 from ironic_partition import _urls
+from ironic_partition.db import api as db_api
+from ironic_partition.db import grants
 
 LOG = logging.getLogger(__name__)
 
@@ -294,3 +296,88 @@ def default_workdir():
     """
     return os.environ.get('IRONIC_PARTITION_TEST_HARNESS_DIR',
                           tempfile.gettempdir())
+
+
+class ServiceUserFixture(fixtures.Fixture):
+    """A database user with the service role only, dropped at cleanup.
+
+    The user is created at setUp on the server of a
+    :class:`DatabaseFixture`; once the schema exists, :meth:`grant` gives
+    it exactly the statements ``ironic-partition-dbsync grants`` prints
+    (:func:`ironic_partition.db.grants.service_grants`), run as the
+    administrator. Create it before the processes that connect as it, so
+    that it is dropped after they stop.
+
+    :param database: the :class:`DatabaseFixture` (``postgresql`` or
+        ``mysql``).
+    :param grant: grant at setUp (the schema exists already).
+    """
+
+    PASSWORD = 'ipart-service-secret'
+
+    def __init__(self, database, grant=True):
+        super().__init__()
+        self.database = database
+        self.user = 'ipart_svc_%s' % uuid.uuid4().hex[:10]
+        self._grant_at_setup = grant
+        self.url = None
+
+    def _admin(self, database=None):
+        url = sa_url.make_url(admin_url(self.database.backend))
+        if database is not None:
+            url = url.set(database=database)
+        return sqlalchemy.create_engine(url, isolation_level='AUTOCOMMIT',
+                                        poolclass=sqlalchemy.pool.NullPool)
+
+    def _run(self, statements, database=None):
+        engine = self._admin(database)
+        try:
+            with engine.connect() as conn:
+                for statement in statements:
+                    conn.execute(sqlalchemy.text(statement))
+        finally:
+            engine.dispose()
+
+    def _setUp(self):
+        if self.database.backend == 'postgresql':
+            create = ["CREATE ROLE %s LOGIN PASSWORD '%s'" % (
+                self.user, self.PASSWORD)]
+        else:
+            create = ["CREATE USER '%s'@'%s' IDENTIFIED BY '%s'" % (
+                self.user, host, self.PASSWORD) for host in ('%', 'localhost')]
+        self._run(create)
+        self.addCleanup(self._drop)
+        url = sa_url.make_url(self.database.url).set(
+            username=self.user, password=self.PASSWORD)
+        self.url = url.render_as_string(hide_password=False)
+        if self._grant_at_setup:
+            self.grant()
+
+    def grant(self):
+        """Give the user the service role (the schema must exist).
+
+        :returns: None
+        """
+        backend = self.database.backend
+        connection = db_api.Connection(self.database.url)
+        try:
+            present = grants.tables_present(connection)
+        finally:
+            connection.dispose()
+        statements = grants.service_grants(backend, self.database.name,
+                                           self.user, present=present)
+        if backend == 'mysql':
+            statements += grants.service_grants(
+                backend, self.database.name, self.user, 'localhost',
+                present=present)
+        self._run(statements, self.database.name)
+
+    def _drop(self):
+        if self.database.backend == 'postgresql':
+            if database_exists('postgresql', self.database.name):
+                self._run(['DROP OWNED BY %s' % self.user],
+                          self.database.name)
+            self._run(['DROP ROLE IF EXISTS %s' % self.user])
+        else:
+            self._run(["DROP USER IF EXISTS '%s'@'%s'" % (self.user, host)
+                       for host in ('%', 'localhost')])

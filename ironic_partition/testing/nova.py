@@ -105,6 +105,10 @@ class NovaFixture(fixtures.Fixture):
         created or dropped, there is no proxy (``membership_proxy`` is
         None) and ``membership_backend`` is ignored. It is synced
         (``ironic-partition-dbsync upgrade``) like a created one.
+    :param service_user: the computes connect to a created membership
+        database as a user with the service role only
+        (:class:`~ironic_partition.testing.db.ServiceUserFixture`); the
+        schema is created by the administrator.
     :param extra_config: ``{section: {option: value}}`` for every compute.
     :param workdir: the parent of the run directory.
     :param start_timeout: seconds allowed for each service to come up.
@@ -127,10 +131,13 @@ class NovaFixture(fixtures.Fixture):
                  workdir=None, start_timeout=180, start_computes=True,
                  keep_workdir=False, glance_endpoint=None,
                  neutron_endpoint=None, placement_threads=None,
-                 metrics=False, membership_url=None):
+                 metrics=False, membership_url=None, service_user=True,
+                 deployed_config=None):
         super().__init__()
+        self.deployed_config = deployed_config or {}
         #: The membership database the computes were given, or None.
         self.given_membership_url = membership_url
+        self.service_user = service_user
         self.metrics = metrics
         #: host -> the port its metrics are served on.
         self.metrics_ports = {}
@@ -173,9 +180,16 @@ class NovaFixture(fixtures.Fixture):
         self.databases = dbs
         self.cell_url = dbs['cell1'].url
         self.membership_db = self.membership_proxy = None
+        self.membership_user = None
         if self.given_membership_url is None:
             self.membership_db = self.useFixture(harness_db.DatabaseFixture(
                 self.membership_backend, workdir=self.workdir))
+            if self.service_user and self.membership_backend != 'sqlite':
+                # NOTE(ironic-partition): created before the computes, so
+                # that it is dropped after they stop.
+                self.membership_user = self.useFixture(
+                    harness_db.ServiceUserFixture(self.membership_db,
+                                                  grant=False))
         self.vhost = self.useFixture(harness_rabbit.RabbitVhostFixture())
         self.addCleanup(self.stop_all)
         self._start_placement(dbs['placement'].url)
@@ -188,6 +202,13 @@ class NovaFixture(fixtures.Fixture):
                 harness_proxy.TCPProxy.for_url(target))
             self.membership_url = self.membership_proxy.url_through(target)
         self._dbsync_membership()
+        if self.membership_user is not None:
+            # NOTE(ironic-partition): the schema is the administrator's
+            # (dbsync above); the computes run as the service user, with
+            # what "ironic-partition-dbsync grants" prints and no more.
+            self.membership_user.grant()
+            self.membership_url = self.membership_proxy.url_through(
+                self.membership_user.url)
         for index, host in enumerate(self.hosts):
             self.add_compute(host, start=False)
         self.conductor = self._service(

@@ -84,9 +84,11 @@ from openstack import exceptions as sdk_exc
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from ironic_partition import __version__
 from ironic_partition._i18n import _
 from ironic_partition import claim_settings
 from ironic_partition.cmd import _errors
+from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import nova as nova_membership
 from ironic_partition.virt import mixin
@@ -160,7 +162,11 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         #: with, and when its first heartbeat since was seen.
         self._started_at = timeutils.utcnow(with_timezone=True)
         self._heartbeat_seen = None
-        self.partition_setup(conf)
+        ip_conf.register_opts(conf)
+        ip_conf.follow_nova_service_down_time(conf)
+        # NOTE(ironic-partition): the version goes in the services row, for
+        # status and the upgrade check's view of a rolling upgrade.
+        self.partition_setup(conf, version=__version__)
 
     def partition_outside_view(self, settings, membership):
         """nova's service group, as nova's own driver builds its ring.

@@ -349,8 +349,10 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         self.assertEqual(0, proc.returncode, proc.stdout)
         doc = findings(json.loads(proc.stdout))
         self.assertEqual([], doc['problems'])
-        self.assertEqual(['config', 'database', 'duplicates', 'ironic',
-                          'group', 'case', 'peers', 'shards'], doc['passed'])
+        self.assertEqual(['config', 'database', 'privileges', 'duplicates',
+                          'schema', 'ironic', 'group', 'case', 'peers',
+                          'shards'],
+                         doc['passed'])
         case = self.conf('case.conf', key='RACK1', peers=['A1', 'a2'])
         code, found, proc = self.check(case, '--role', 'agent')
         self.assertEqual(_errors.EXIT_PROBLEMS, code)
@@ -643,17 +645,35 @@ class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
         # NOTE(ironic-partition): quoted, as the messages name hosts; the
         # machine's name may be as short as "vm".
         machine = "'%s'" % socket.gethostname().lower()
-        # The schema, then compute-1's status, on either server.
+        # The schema with the owner's URL, then compute-1's status with
+        # the service user's (the guide's two users), on either server.
         for backend in ('mysql', DB_BACKEND):
             db = self.useFixture(harness_db.DatabaseFixture(backend))
-            site = self._guide_override('guide-%s.conf' % backend, db.url)
+            owner = self._guide_override('owner-%s.conf' % backend, db.url)
             files = ('--config-file', INSTALL_GUIDE_CONF, '--config-file',
-                     site)
+                     owner)
             proc = subprocess.run(
                 [harness.process.bin_path('ironic-partition-dbsync')] +
                 list(files) + ['upgrade'], capture_output=True, text=True,
                 timeout=120, env=cli_env(), stdin=subprocess.DEVNULL)
             self.assertEqual(0, proc.returncode, proc.stderr)
+            # A compute given the owner's credentials: the upgrade check
+            # warns, naming the rights, never the password.
+            code, checks = self.upgrade_check(INSTALL_GUIDE_CONF,
+                                              '--config-file', owner,
+                                              '--new-deployment')
+            database = checks['Membership and claims database']
+            self.assertEqual(1, database['result'], database)
+            self.assertIn('has more rights than a running service needs',
+                          database['details'])
+            self.assertIn('ironic-partition-dbsync grants --user USER',
+                          database['details'])
+            user = self.useFixture(harness_db.ServiceUserFixture(db))
+            self.assertNotIn(user.PASSWORD, database['details'])
+            site = self._guide_override('guide-%s.conf' % backend,
+                                        user.url)
+            files = ('--config-file', INSTALL_GUIDE_CONF, '--config-file',
+                     site)
             proc = run_cli(*(files + ('status', '-f', 'value', '-c',
                                       'host')))
             self.assertEqual((0, 'compute-1\n'),

@@ -55,6 +55,8 @@ import datetime
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -63,11 +65,16 @@ from oslotest import base
 import testscenarios
 from testtools import content
 
+import ironic_partition
+from ironic_partition.cmd import _errors
 from ironic_partition.db import api as db_api
+from ironic_partition.db import migration
 from ironic_partition import testing as harness
 from ironic_partition.testing import agents as agents_mod
+from ironic_partition.testing import cli as harness_cli
 from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import observer as observer_mod
+from ironic_partition.testing import previous as previous_mod
 from ironic_partition.testing import split as harness_split
 from ironic_partition.tests.functional import test_cli
 
@@ -84,8 +91,45 @@ FIGURES_ENV = 'IRONIC_PARTITION_TEST_FAULT_FIGURES'
 SPLIT_SLACK = 3.0
 
 
-#: One test per scenario at load time, so a run can pick a backend.
-load_tests = testscenarios.load_tests_apply_scenarios
+def backends(*names):
+    """Run a scenario test on these backends only.
+
+    For a scenario whose backend-specific part (the claim and membership
+    statements) the ``db`` suites run on both servers, and whose own
+    subject (processes, timings) does not depend on the server: it runs
+    on one, to keep the README's command within its time.
+
+    :param names: ``'postgresql'``, ``'mysql'``.
+    """
+    def decorate(method):
+        method.backends = frozenset(names)
+        return method
+    return decorate
+
+
+def initial_schema(revision):
+    """Start a test's database at this schema revision (None: empty).
+
+    :param revision: an alembic revision, or None for no schema.
+    """
+    def decorate(method):
+        method.initial_schema = revision
+        return method
+    return decorate
+
+
+def load_tests(loader, standard_tests, pattern):
+    """One test per scenario at load time, so a run can pick a backend.
+
+    A test decorated with :func:`backends` gets only those scenarios.
+    """
+    suite = loader.suiteClass()
+    for test in testscenarios.generate_scenarios(standard_tests):
+        allowed = getattr(getattr(test, test._testMethodName, None),
+                          'backends', None)
+        if allowed is None or getattr(test, 'backend', None) in allowed:
+            suite.addTest(test)
+    return suite
 
 
 class FaultTestBase(test_cli.SharedIronic, base.BaseTestCase):
@@ -128,7 +172,10 @@ class FaultTestBase(test_cli.SharedIronic, base.BaseTestCase):
         self.db_url = self.make_database()
         self.admin = db_api.Connection(self.db_url)
         self.addCleanup(self.admin.dispose)
-        self.admin.upgrade()
+        revision = getattr(getattr(self, self._testMethodName),
+                           'initial_schema', 'head')
+        if revision is not None:
+            self.admin.upgrade(revision)
         self.free = [n['uuid'] for n in self.nodes if n['instance'] is None]
         node_owner = {n['uuid']: self.instance_owner[n['instance']]
                       for n in self.nodes if n['instance'] is not None}
@@ -295,8 +342,114 @@ class FaultTestBase(test_cli.SharedIronic, base.BaseTestCase):
                          check=self.agents.check_alive)
 
 
-class FaultTestCase(FaultTestBase):
+class RollingUpgradeScenario(object):
+    """The previous version's agents, the schema upgraded under them.
 
+    Mixed into the fault tests' class for its Ironic.
+    """
+
+    #: The first migration the previous version lacks.
+    FIRST_NEW_MIGRATION = '0005_outside_peers.py'
+    PREVIOUS_HEAD = '0004_database_node'
+
+    def _dbsync(self, command, conf):
+        proc = subprocess.run(
+            list(command) + ['--config-file', conf, 'upgrade'],
+            capture_output=True, text=True, timeout=120,
+            env=harness_cli.cli_env())
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        return proc.stdout
+
+    def _held(self, hosts):
+        return {c.node_id: (c.owner, c.epoch)
+                for c in self.admin.claims.read_claims('agent').claims
+                if c.owner in hosts}
+
+    @backends('postgresql')
+    @initial_schema(None)
+    def test_rolling_upgrade(self):
+        previous = self.useFixture(previous_mod.PreviousVersion(
+            os.path.join(self.dir, 'previous'), self.FIRST_NEW_MIGRATION))
+        old_cli = [previous.script('ironic-partition')]
+        # NOTE(ironic-partition): long enough for a process start on a
+        # loaded machine; a graceful stop hands over at once anyway.
+        self.timings = agents_mod.Timings(
+            refresh_interval=1, heartbeat_interval=1, service_down_time=20,
+            lease_time=20, fencing_margin=None)
+        self.observer.bound = self.timings.i2_bound
+        hosts = ['a1', 'a2', 'a3', 'a4']
+        agents = agents_mod.AgentSet(
+            self.dir, self.ironic.endpoint, self.db_url, GROUP,
+            timings=self.timings, observer=self.observer,
+            instance_hosts=self.instance_hosts)
+        self.useFixture(agents)
+        self.agents = agents
+        conf = agents.add('a4', hosts, start=False).conf_path
+        # The previous version creates its schema, and runs three agents.
+        self._dbsync([previous.script('ironic-partition-dbsync')], conf)
+        self.assertEqual(self.PREVIOUS_HEAD, self.admin.schema_revision())
+        for host in hosts[:3]:
+            agents.add(host, hosts, command=old_cli)
+            self.addDetail('log-' + host, _log_detail(agents[host]))
+        self.addDetail('log-a4', _log_detail(agents['a4']))
+        old = hosts[:3]
+        self.wait_split(old, 'the previous version\'s split')
+        self.observer.steady()
+        # This version refuses the previous schema, naming both revisions
+        # and its version: it needs ironic-partition-dbsync upgrade first.
+        proc = harness_cli.run_cli('--config-file', conf, 'serve')
+        self.assertEqual(_errors.EXIT_DATABASE, proc.returncode, proc.stderr)
+        self.assertIn(
+            'is at schema revision %s but this code (ironic-partition %s) '
+            'needs %s (the upgrade applies %s). Run "ironic-partition-dbsync '
+            'upgrade"' % (self.PREVIOUS_HEAD, ironic_partition.__version__,
+                          migration.head_revision(), ', '.join(
+                              migration.pending(self.PREVIOUS_HEAD))),
+            proc.stderr)
+        self.assertNotIn('Traceback', proc.stderr)
+        # The schema upgraded under the running previous version: every
+        # claim kept (same owner, same epoch), every agent still serving.
+        held = self._held(old)
+        self.assertEqual(len(self.free) + 3, len(held))
+        self.fault('schema upgraded under the previous version')
+        out = self._dbsync(
+            [sys.executable, '-m', 'ironic_partition.cmd.dbsync'], conf)
+        self.assertIn('from revision %s to %s' % (
+            self.PREVIOUS_HEAD, migration.head_revision()), out)
+        self.wait_split(old, 'the previous version after the upgrade',
+                        since=self.counters(old))
+        self.assertEqual(held, self._held(old))
+        # This version joins beside the previous one.
+        self.fault('a4 of this version joins')
+        agents.start('a4')
+        self.wait_split(hosts, 'both versions serving')
+        proc = harness_cli.run_cli('--config-file', conf, 'check', '--role',
+                                   'agent', '-f', 'json')
+        doc = harness_cli.findings(json.loads(proc.stdout))
+        self.assertEqual([], doc['problems'])
+        self.assertEqual(
+            ['The live services run 2 versions of ironic-partition: '
+             '%s on a1, a2, a3; %s on a4. A rolling upgrade is under way: '
+             'finish it (every service on the new version) before the next '
+             '"ironic-partition-dbsync upgrade"' % (
+                 previous.reported_version, ironic_partition.__version__)],
+            [w['message'] for w in doc['warnings']
+             if w['check'] == 'schema'])
+        # The previous version replaced host by host.
+        for host in old:
+            self.fault('%s upgraded in place' % host)
+            self.assertEqual(0, agents.replace(host))
+            self.wait_split(hosts, '%s back on this version' % host)
+        versions = {s.host: s.version for s in self.admin.services.services(
+            'agent', self.timings.service_down_time).services}
+        self.assertEqual(dict.fromkeys(hosts, ironic_partition.__version__),
+                         versions)
+        self.analyse()
+
+
+class FaultTestCase(RollingUpgradeScenario, FaultTestBase):
+
+    @backends('mysql')
     def test_process_faults(self):
         hosts = ['a1', 'a2', 'a3']
         # NOTE(ironic-partition): a1's wall clock is 7 minutes ahead and

@@ -15,9 +15,11 @@
 """The install guide's commands, run as printed, on both SQL servers.
 
 The guide (``doc/source/install/index.rst``) tells an operator to create
-the database and its user with a few SQL statements, to write
-``[ironic_partition_database] connection`` in one of two URL forms, and
-to create the schema with ``ironic-partition-dbsync``. This test reads
+the database and its two users (the schema owner, the service user) with
+a few SQL statements, to write the owner's URL in dbsync's own file, to
+create the schema with ``ironic-partition-dbsync``, to grant the service
+user its rights, and to write ``[ironic_partition_database] connection``
+of the services in one of two URL forms. This test reads
 those blocks out of the page itself and runs them against the real
 MariaDB and PostgreSQL servers: only the server's address
 (``db.example.com``) and the path of nova.conf change. The ``pip
@@ -34,6 +36,9 @@ from oslotest import base
 import sqlalchemy
 import testscenarios
 
+from ironic_partition.db import api as db_api
+from ironic_partition.db import grants
+from ironic_partition.db import migration
 from ironic_partition.testing import cli as harness_cli
 from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import process as harness_process
@@ -41,16 +46,25 @@ from ironic_partition.testing import process as harness_process
 DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
                    '..', 'doc', 'source', 'install')
 GUIDE = os.path.join(DOC, 'index.rst')
-GUIDE_CONF = os.path.join(DOC, 'nova-compute.conf')
 
 #: The paragraph that introduces each server's SQL block.
-SQL_INTRO = {'mysql': 'On MariaDB or MySQL', 'postgresql': 'On PostgreSQL'}
+SQL_INTRO = {'mysql': 'On MariaDB or MySQL (Galera included), as an '
+                      'administrator',
+             'postgresql': 'On PostgreSQL, as an administrator'}
+#: The paragraph that introduces each server's grants.
+GRANTS_INTRO = {'mysql': 'The grants on MariaDB or MySQL',
+                'postgresql': 'The grants on PostgreSQL'}
+#: The paragraph that introduces the schema owner's file.
+OWNER_INTRO = 'read by ``ironic-partition-dbsync`` and by operators only'
+OWNER_CONF = '/etc/ironic-partition/dbsync.conf'
+#: Each server's URL scheme.
+SCHEME = {'mysql': 'mysql+pymysql://', 'postgresql': 'postgresql+psycopg2://'}
 #: The URL bullet of each server's extra.
 URL_EXTRA = {'mysql': '(extra ``mysql``)',
              'postgresql': '(extra ``postgresql``)'}
 #: What the guide creates, dropped again after the test.
 DATABASE = 'ironic_partition'
-USER = 'ipart'
+USERS = ('ipart_owner', 'ironic_partition_service')
 
 load_tests = testscenarios.load_tests_apply_scenarios
 
@@ -110,15 +124,12 @@ class InstallGuideTestCase(base.BaseTestCase):
                          % (intro, GUIDE))
         return found[0]
 
-    def _url(self):
-        """The guide's URL for this server, at the local server."""
+    def _url_printed(self):
+        """The guide's service URL for this server."""
         match = re.search(r'\* ``([^`]+)``\s*\n\s*%s' % re.escape(
             URL_EXTRA[self.backend]), self.page)
         self.assertIsNotNone(match, URL_EXTRA[self.backend])
-        admin = sqlalchemy.engine.make_url(
-            harness_db.admin_url(self.backend))
-        return match.group(1).replace(
-            'db.example.com', '%s:%d' % (admin.host, admin.port))
+        return match.group(1)
 
     def _drop(self):
         engine = sqlalchemy.create_engine(
@@ -129,19 +140,24 @@ class InstallGuideTestCase(base.BaseTestCase):
                 if self.backend == 'postgresql':
                     conn.execute(sqlalchemy.text(
                         'DROP DATABASE IF EXISTS %s WITH (FORCE)' % DATABASE))
-                    conn.execute(sqlalchemy.text(
-                        'DROP USER IF EXISTS %s' % USER))
+                    for user in USERS:
+                        conn.execute(sqlalchemy.text(
+                            'DROP USER IF EXISTS %s' % user))
                 else:
                     conn.execute(sqlalchemy.text(
                         'DROP DATABASE IF EXISTS %s' % DATABASE))
-                    conn.execute(sqlalchemy.text(
-                        "DROP USER IF EXISTS '%s'@'%%'" % USER))
+                    for user in USERS:
+                        conn.execute(sqlalchemy.text(
+                            "DROP USER IF EXISTS '%s'@'%%'" % user))
         finally:
             engine.dispose()
 
-    def _run_sql(self, block):
+    def _run_sql(self, block, database=None):
+        url = sqlalchemy.engine.make_url(harness_db.admin_url(self.backend))
+        if database is not None:
+            url = url.set(database=database)
         engine = sqlalchemy.create_engine(
-            harness_db.admin_url(self.backend), isolation_level='AUTOCOMMIT',
+            url, isolation_level='AUTOCOMMIT',
             poolclass=sqlalchemy.pool.NullPool)
         try:
             # NOTE(ironic-partition): through the driver's own cursor with
@@ -159,22 +175,36 @@ class InstallGuideTestCase(base.BaseTestCase):
         finally:
             engine.dispose()
 
-    def _nova_conf(self, url):
-        """The guide's nova-compute.conf, pointed at the local server."""
-        with open(GUIDE_CONF) as stream:
-            text = stream.read()
-        printed = re.search(r'^connection = (.*)$', text, re.M).group(1)
-        path = os.path.join(self.workdir, 'nova.conf')
+    def _local(self, url):
+        admin = sqlalchemy.engine.make_url(
+            harness_db.admin_url(self.backend))
+        return url.replace('db.example.com',
+                           '%s:%d' % (admin.host, admin.port))
+
+    def _owner_conf(self, url=None):
+        """The guide's schema owner's file, its URL for this server.
+
+        :param url: another URL than the printed one.
+        :returns: ``(path, the URL written)``.
+        """
+        lines = self._block(OWNER_INTRO).splitlines()
+        [printed] = [ln.lstrip('# ') for ln in lines
+                     if SCHEME[self.backend] in ln]
+        printed = printed.split('=', 1)[1].strip()
+        url = url or self._local(printed)
+        text = '\n'.join(ln for ln in lines
+                         if not ln.startswith('#') and 'connection' not in ln)
+        path = os.path.join(self.workdir, 'dbsync.conf')
         with open(path, 'w') as stream:
-            stream.write(text.replace(printed, url))
-        return path
+            stream.write('%s\nconnection = %s\n' % (text, url))
+        return path, url
 
     def _dbsync(self, path):
         """The guide's dbsync command, with nova.conf at ``path``."""
         [line] = [ln for ln in self._block(
             'before the first nova-compute starts').splitlines()
             if ln.strip()]
-        argv = line.replace('/etc/nova/nova.conf', path).split()
+        argv = line.replace(OWNER_CONF, path).split()
         argv[0] = harness_process.bin_path(argv[0])
         return subprocess.run(argv, capture_output=True, text=True,
                               timeout=120, env=harness_cli.cli_env(),
@@ -184,12 +214,12 @@ class InstallGuideTestCase(base.BaseTestCase):
         self._drop()
         self.addCleanup(self._drop)
         self._run_sql(self._block(SQL_INTRO[self.backend]))
-        url = self._url()
+        path, owner = self._owner_conf()
         if self.backend == 'postgresql':
             # The guide warns that a bare postgresql:// means psycopg 3,
             # which the extra does not install: one line naming both forms.
-            bare = url.replace('postgresql+psycopg2://', 'postgresql://')
-            proc = self._dbsync(self._nova_conf(bare))
+            bare = owner.replace('postgresql+psycopg2://', 'postgresql://')
+            proc = self._dbsync(self._owner_conf(bare)[0])
             self.assertEqual(1, proc.returncode, proc.stderr)
             self.assertNotIn('Traceback', proc.stderr)
             # One error line (oslo.db's own WARNING about the URL may come
@@ -200,15 +230,26 @@ class InstallGuideTestCase(base.BaseTestCase):
             self.assertIn("No module named 'psycopg'", lines[0])
             self.assertIn('mysql+pymysql://', lines[0])
             self.assertIn('postgresql+psycopg2://', lines[0])
-        proc = self._dbsync(self._nova_conf(url))
+            path, owner = self._owner_conf()
+        proc = self._dbsync(path)
         self.assertEqual(0, proc.returncode, proc.stderr)
-        # The schema is there, readable by the guide's user over the
-        # guide's URL.
-        engine = sqlalchemy.create_engine(
-            url, poolclass=sqlalchemy.pool.NullPool)
+        self._run_sql(self._block(GRANTS_INTRO[self.backend]),
+                      database=DATABASE)
+        # The services' URL, as printed: the schema readable, exactly the
+        # service role's rights, no DDL.
+        url = self._local(self._url_printed())
+        db = db_api.Connection(url)
+        self.addCleanup(db.dispose)
+        self.assertEqual(migration.head_revision(), db.schema_revision())
+        self.assertEqual([], grants.missing_rights(db))
+        self.assertEqual([], grants.schema_rights(db))
+        owner_db = db_api.Connection(owner)
+        self.addCleanup(owner_db.dispose)
+        self.assertNotEqual([], grants.schema_rights(owner_db))
         try:
-            tables = set(sqlalchemy.inspect(engine).get_table_names())
-        finally:
-            engine.dispose()
-        self.assertIn('ironic_partition_services', tables)
-        self.assertIn('ironic_partition_claims', tables)
+            with db.engine.begin() as conn:
+                conn.execute(sqlalchemy.text('CREATE TABLE intruder (i INT)'))
+        except Exception as e:
+            self.assertRegex(str(e), '(?i)(permission denied|command denied)')
+        else:
+            self.fail('the service user created a table')

@@ -67,6 +67,7 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
                 "'agent'"), {'h': host}).first()
         return tuple(row) if row is not None else None
 
+    @test_faults.backends('postgresql')
     def test_duplicate_host_is_refused_then_taken_over(self):
         # NOTE(ironic-partition): a1 is paused before the takeover starts,
         # and a takeover of a holder whose heartbeat is older than
@@ -214,6 +215,7 @@ class SafetyCoreTestCase(test_faults.FaultTestBase):
         self.assertIn("Cannot take over host 'a9'", out.stderr)
         self.assertIsNone(self._holder('a9'))
 
+    @test_faults.backends('postgresql')
     def test_listing_slower_than_the_lease_keeps_every_claim(self):
         agents = self.start_agents(['a1', 'a2'])
         self.wait_split(['a1', 'a2'], 'a1 and a2 to share the group')

@@ -29,6 +29,9 @@ down_revision = '0001_services'
 branch_labels = None
 depends_on = None
 
+#: ``expand``: only adds; the code of the revisions before runs against it.
+compatibility = 'expand'
+
 
 def _timestamp():
     # NOTE(ironic-partition): spelled out here rather than imported from

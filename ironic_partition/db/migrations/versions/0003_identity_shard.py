@@ -35,6 +35,9 @@ down_revision = '0002_claims'
 branch_labels = None
 depends_on = None
 
+#: ``expand``: only adds; the code of the revisions before runs against it.
+compatibility = 'expand'
+
 
 def _timestamp():
     # NOTE(ironic-partition): spelled out here rather than imported from

@@ -33,6 +33,9 @@ down_revision = '0003_identity_shard'
 branch_labels = None
 depends_on = None
 
+#: ``expand``: only adds; the code of the revisions before runs against it.
+compatibility = 'expand'
+
 
 def upgrade():
     """Add the ``database_node`` column.

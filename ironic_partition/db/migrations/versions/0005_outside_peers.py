@@ -36,6 +36,9 @@ down_revision = '0004_database_node'
 branch_labels = None
 depends_on = None
 
+#: ``expand``: only adds; the code of the revisions before runs against it.
+compatibility = 'expand'
+
 
 def upgrade():
     """Add the ``outside_peers`` column.

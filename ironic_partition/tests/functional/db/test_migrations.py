@@ -25,6 +25,7 @@ from oslo_db.sqlalchemy import engines
 from oslo_db.sqlalchemy import test_migrations
 import sqlalchemy as sa
 
+import ironic_partition
 from ironic_partition.cmd import dbsync
 from ironic_partition.db import api as db_api
 from ironic_partition.db import migration
@@ -135,8 +136,11 @@ class TestMigrations(base.DatabaseTestCase):
         status, out = self._dbsync('upgrade')
         self.assertEqual(0, status)
         self.assertIn('already at revision %s' % head, out)
-        self.assertEqual((0, 'current: %s\nhead: %s\n' % (head, head)),
-                         self._dbsync('version'))
+        self.assertEqual(
+            (0, 'current: %s\nhead: %s\noldest code: 0004_database_node\n'
+                'upgraded by: %s\n' % (head, head,
+                                       ironic_partition.__version__)),
+            self._dbsync('version'))
 
     def test_dbsync_while_services_heartbeat(self):
         self.connection.upgrade()

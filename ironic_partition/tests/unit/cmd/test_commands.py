@@ -223,12 +223,14 @@ class TestCheck(CommandTestCase):
         self.membership.dead = frozenset()
         doc = checks.run_checks(self.conf, 'agent')
         self.assertEqual([], doc['problems'])
-        # The fake membership has no database: no identities to check.
-        self.assertEqual([c for c in checks.CHECKS if c != 'duplicates'],
+        # The fake membership has no database: no identities, no
+        # database user to check.
+        without = ('privileges', 'duplicates', 'schema')
+        self.assertEqual([c for c in checks.CHECKS if c not in without],
                          doc['passed'])
-        self.assertEqual(['duplicates'], doc['skipped'])
+        self.assertEqual(list(without), doc['skipped'])
         self.assertEqual(
-            [('passed', 7), ('skipped', 1)],
+            [('passed', 7), ('skipped', 3)],
             sorted(collections.Counter(
                 r['result'] for r in check.finding_rows(doc)).items()))
 

@@ -215,3 +215,52 @@ class TestValidate(base.TestCase):
         self.config(group='ironic_partition', host='a')
         self.config(group='ironic', partition_key='x', peer_list=['a', 'b'])
         self.assertEqual('x', self.read_settings().partition_key)
+
+
+class TestNovaServiceDownTime(base.TestCase):
+    """Inside nova, one service_down_time unless ours is set."""
+
+    def _conf(self, text):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'nova.conf')
+        with open(path, 'w') as stream:
+            stream.write(text)
+        conf = cfg.ConfigOpts()
+        ip_conf.register_opts(conf)
+        ip_conf.register_nova_host_opt(conf)
+        conf(['--config-file', path])
+        ip_conf.follow_nova_service_down_time(conf)
+        return conf
+
+    def test_ours_follows_novas(self):
+        conf = self._conf('[DEFAULT]\nservice_down_time = 30\n')
+        self.assertEqual(30, conf.ironic_partition.service_down_time)
+
+    def test_ours_set_wins(self):
+        conf = self._conf('[DEFAULT]\nservice_down_time = 30\n'
+                          '[ironic_partition]\nservice_down_time = 45\n')
+        self.assertEqual(45, conf.ironic_partition.service_down_time)
+
+    def test_outside_nova_unchanged(self):
+        conf = cfg.ConfigOpts()
+        ip_conf.register_opts(conf)
+        conf([])
+        ip_conf.follow_nova_service_down_time(conf)
+        self.assertEqual(60, conf.ironic_partition.service_down_time)
+
+
+class TestClaimsOffInsideNova(base.TestCase):
+
+    def test_nova_membership_warns_naming_claims_database(self):
+        from ironic_partition import claims
+        logger = self.useFixture(fixtures.FakeLogger(
+            level='INFO', format='%(levelname)s %(message)s'))
+        for backend, level in (('nova', 'WARNING'), ('static', 'INFO')):
+            settings = settings_mod.for_tests(membership_backend=backend)
+            self.assertIsNone(claims.from_settings(settings, store=None))
+            line = [x for x in logger.output.splitlines()
+                    if '(%s)' % backend in x][0]
+            self.assertTrue(line.startswith(
+                '%s Ownership claims are off: the membership backend (%s)'
+                % (level, backend)), line)
+            self.assertIn('claims = database', line)
