@@ -122,6 +122,12 @@ class NovaFixture(fixtures.Fixture):
     :param placement_threads: placement's gunicorn threads (8).
     :param metrics: give each compute a ``[ironic_partition] metrics_port``
         of its own, kept across restarts (:attr:`metrics_ports`).
+    :param deployed_config: ``{host: {section: {option: [values]}}}``:
+        what a deployment tool wrote for each compute (kolla-ansible's
+        files, layered as kolla layers them), written over the harness's
+        own configuration, which stands for what the tool's templates
+        write; then this machine's addresses over it: Ironic's endpoint,
+        the claims database's URL and a free metrics port.
     """
 
     def __init__(self, ironic_endpoint, hosts, partition_key=None,
@@ -394,6 +400,27 @@ class NovaFixture(fixtures.Fixture):
             config.setdefault(section, {}).update(options)
         return config
 
+    def _deployed(self, host, sections):
+        deployed = self.deployed_config.get(host)
+        if not deployed:
+            return
+        if 'conductor_group' in deployed.get('ironic', {}):
+            # NOTE(ironic-partition): the tool names the group; the
+            # harness's older name for it would be a second value.
+            sections['ironic'].pop('partition_key', None)
+        for section, options in deployed.items():
+            target = sections.setdefault(section, {})
+            for option, values in options.items():
+                target[option] = values[0] if len(values) == 1 else list(
+                    values)
+        sections['ironic']['endpoint_override'] = self.ironic_endpoint
+        sections['ironic_partition_database'] = {
+            'connection': self.membership_url}
+        partition = sections.setdefault('ironic_partition', {})
+        if partition.get('metrics_port') is not None:
+            partition['metrics_port'] = self.metrics_ports.setdefault(
+                host, harness_process.free_port())
+
     def add_compute(self, host, start=True, config=None):
         """Add (and start) one more nova-compute.
 
@@ -407,6 +434,7 @@ class NovaFixture(fixtures.Fixture):
                     exist_ok=True)
         path = os.path.join(self.workdir, 'nova-compute-%s.conf' % host)
         sections = self.compute_config(host)
+        self._deployed(host, sections)
         for section, options in (config or {}).items():
             sections.setdefault(section, {}).update(options)
         harness_process.write_config(path, sections, join_lists=True)

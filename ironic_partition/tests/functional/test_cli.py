@@ -41,6 +41,7 @@ from ironic_partition import hash_ring
 from ironic_partition import testing as harness
 from ironic_partition.testing import cli as harness_cli
 from ironic_partition.testing import db as harness_db
+from ironic_partition.tests.functional import _deployers
 
 DB_BACKEND = 'postgresql'
 GROUPS = ['rack1', 'rack2']
@@ -137,7 +138,8 @@ class SharedIronic(object):
                                    **enroll)
 
 
-class CLITestCase(OneLineErrors, SharedIronic, base.BaseTestCase):
+class CLITestCase(_deployers.DeployersScenario, OneLineErrors, SharedIronic,
+                  base.BaseTestCase):
 
     agents = ()
 

@@ -89,7 +89,6 @@ established connection back from a backup server after a failback).
 
 import re
 import time
-import urllib.request
 
 from testtools import content
 
@@ -258,16 +257,6 @@ class GaleraLaneTest(test_nova_compute._Lane):
         self.assert_no_double_hold(since=since)
         self.assert_no_damage()
         self.assertEqual([], self.moves_since(since))
-
-    def metric(self, host, name):
-        """One series of a compute's metrics (there is one per compute)."""
-        url = 'http://127.0.0.1:%d/metrics' % self.nova.metrics_ports[host]
-        with urllib.request.urlopen(url, timeout=10) as resp:
-            text = resp.read().decode('utf-8')
-        values = [float(line.rsplit(' ', 1)[1])
-                  for line in text.splitlines() if line.startswith(name + '{')]
-        self.assertEqual(1, len(values), '%s of %s: %s' % (name, host, text))
-        return values[0]
 
     def connections(self):
         """The connections to the membership database, per node."""
