@@ -59,6 +59,7 @@ from ironic_partition import testing as harness
 from ironic_partition.testing import nova as harness_nova
 from ironic_partition.testing import novalane
 import nova_lane_bench
+import nova_logs
 import nova_scale_bench
 
 LOG = logging.getLogger('nova_long_pass_bench')
@@ -164,7 +165,7 @@ class LongPassRun(nova_scale_bench.Run):
         paused = {}
 
         def mid_pass():
-            runs = [p for p in nova_scale_bench.read_passes(log)
+            runs = [p for p in nova_logs.read_passes(log)
                     if p.kind == 'periodic' and p.begin > after]
             if runs and len(runs[-1].nodes & share) >= len(share) // 3:
                 paused['pass'] = runs[-1].as_dict()
@@ -196,7 +197,7 @@ class LongPassRun(nova_scale_bench.Run):
         nova = self.nova
         if nova is None or not getattr(nova, 'computes', None):
             return
-        passes = {h: nova_scale_bench.read_passes(c.log_path)
+        passes = {h: nova_logs.read_passes(c.log_path)
                   for h, c in nova.computes.items()}
         interval = self.cadence['update_resources_interval']
         durations = {}
@@ -322,7 +323,7 @@ def written_after(path, resumed):
             when = novalane.line_time(line)
             if when is None or when < resumed:
                 continue
-            if nova_scale_bench._RUN_RE.search(line):
+            if nova_logs.RUN_RE.search(line):
                 break
             match = _WRITTEN_RE.search(line)
             if match:

@@ -70,7 +70,6 @@ from concurrent import futures
 import json
 import logging
 import os
-import re
 import shutil
 import sys
 import time
@@ -80,6 +79,8 @@ from ironic_partition import testing as harness
 from ironic_partition.testing import nova as harness_nova
 from ironic_partition.testing import novalane
 import nova_lane_bench
+import nova_logs
+import nova_scale_report
 import pyspy_profile
 
 LOG = logging.getLogger('nova_scale_bench')
@@ -93,143 +94,6 @@ DRIVERS = [('ironic-partition', harness_nova.PARTITION_DRIVER),
            ('nova 34', harness_nova.NOVA_DRIVER)]
 CADENCES = {'default': harness_nova.NOVA_DEFAULT_CADENCE,
             'short': harness_nova.SHORT_CADENCE}
-
-_REQ_RE = re.compile(r'\[(\S+) (req-[0-9a-f-]+)')
-_RUN_RE = re.compile(
-    r'Running periodic task ComputeManager\.update_available_resource')
-_FINAL_RE = re.compile(r'Final resource view: name=(\S+) ')
-_NOT_READY_RE = re.compile(r'Virt driver is not ready\.')
-_UPDATED_RE = re.compile(r'Compute_service record updated for |'
-                         r'Error updating resources for node ')
-_MARK_RE = re.compile(r'^--- harness: (\w+).* at (\d+\.\d+)$')
-_PLACEMENT_RE = re.compile(
-    r'placement\.requestlog \[(\S+) \S+ .*?\] \S+ "(\w+) (\S+)" '
-    r'status: (\d+)')
-_IRONIC_RE = re.compile(
-    r'INFO ironic\.api \[.*?\] \S+ - (GET|POST|PUT|PATCH|DELETE|HEAD) '
-    r'(\S+) - (\d+)')
-_UUID_RE = re.compile(
-    r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}')
-
-
-class Pass(object):
-    """One resource-tracker pass of one compute, read from its log."""
-
-    def __init__(self, begin, kind, request_id=None):
-        self.begin = begin
-        self.kind = kind            # 'startup' or 'periodic'
-        self.request_id = request_id
-        self.end = None
-        self.nodes = set()
-        self.updated = 0
-        self.not_ready = False
-
-    def complete(self, share):
-        """Tell whether the pass reported and saved at least ``share``."""
-        return self.nodes >= share and self.updated >= len(self.nodes)
-
-    def as_dict(self):
-        return {'begin': self.begin, 'end': self.end, 'kind': self.kind,
-                'nodes': len(self.nodes), 'not_ready': self.not_ready,
-                'duration_s': (None if self.end is None
-                               else self.end - self.begin)}
-
-
-def read_passes(path):
-    """Split a nova-compute log into resource-tracker passes.
-
-    A start-up pass begins at the fixture's ``start`` mark (nova runs it
-    in ``pre_start_hook``, without the periodic task's line); a periodic
-    one at oslo.service's "Running periodic task
-    ComputeManager.update_available_resource". A pass ends at its last
-    "Final resource view" or "Compute_service record updated" line (the
-    latter follows the node's placement update).
-
-    :param path: the compute's log.
-    :returns: a list of :class:`Pass`.
-    """
-    passes = []
-    current = None
-    with open(path, 'rb') as stream:
-        for raw in stream:
-            line = raw.decode('utf-8', 'replace').rstrip('\n')
-            mark = _MARK_RE.match(line)
-            if mark:
-                if mark.group(1) == 'start':
-                    current = Pass(float(mark.group(2)), 'startup')
-                    passes.append(current)
-                elif mark.group(1) in ('kill', 'stop', 'pause'):
-                    current = None
-                continue
-            when = novalane.line_time(line)
-            if when is None:
-                continue
-            if _RUN_RE.search(line):
-                req = _REQ_RE.search(line)
-                current = Pass(when, 'periodic',
-                               req.group(2) if req else None)
-                passes.append(current)
-                continue
-            if current is None:
-                continue
-            final = _FINAL_RE.search(line)
-            if final:
-                current.nodes.add(final.group(1))
-                current.end = when
-                if current.request_id is None:
-                    req = _REQ_RE.search(line)
-                    current.request_id = req.group(2) if req else None
-            elif _UPDATED_RE.search(line):
-                current.updated += 1
-                current.end = when
-            elif _NOT_READY_RE.search(line):
-                current.not_ready = True
-    return passes
-
-
-def _path_key(path):
-    path = _UUID_RE.sub('{uuid}', path)
-    base, _sep, query = path.partition('?')
-    keys = sorted(set(kv.split('=')[0] for kv in query.split('&') if kv))
-    return base + ('?' + ','.join(keys) if keys else '')
-
-
-def placement_requests(path):
-    """Read placement's request log.
-
-    :param path: placement's log.
-    :returns: a list of ``(time, global_request_id, method, path_key,
-        uuids in the path)``; requests without a global request id (the
-        harness's) are left out.
-    """
-    result = []
-    with open(path, 'rb') as stream:
-        for raw in stream:
-            line = raw.decode('utf-8', 'replace')
-            match = _PLACEMENT_RE.search(line)
-            if not match or match.group(1) == 'None':
-                continue
-            result.append((novalane.line_time(line), match.group(1),
-                           match.group(2), _path_key(match.group(3)),
-                           set(_UUID_RE.findall(match.group(3)))))
-    return result
-
-
-def ironic_requests(path):
-    """Read ironic-api's request log.
-
-    :param path: ironic-api's log.
-    :returns: a list of ``(time, method, path_key)``.
-    """
-    result = []
-    with open(path, 'rb') as stream:
-        for raw in stream:
-            line = raw.decode('utf-8', 'replace')
-            match = _IRONIC_RE.search(line)
-            if match:
-                result.append((novalane.line_time(line), match.group(1),
-                               _path_key(match.group(2))))
-    return result
 
 
 def rss_mib(service):
@@ -395,7 +259,7 @@ class Run(object):
         profile = None
 
         def steady_pass(host):
-            for one in read_passes(nova.computes[host].log_path):
+            for one in nova_logs.read_passes(nova.computes[host].log_path):
                 if one.kind == 'periodic' and one.begin > after:
                     return one
             return None
@@ -439,7 +303,7 @@ class Run(object):
         for node, host in novalane.ring_owners(HOSTS, self.free).items():
             shares[host].add(node)
         figures['shares'] = {h: len(shares[h]) for h in HOSTS}
-        passes = {h: read_passes(c.log_path)
+        passes = {h: nova_logs.read_passes(c.log_path)
                   for h, c in nova.computes.items()}
         # NOTE(ironic-partition): start-up per compute: the end of its
         # first pass that reports its whole share.
@@ -461,9 +325,9 @@ class Run(object):
         figures['startup_per_compute'] = first
         placement = ironic = []
         if os.path.exists(nova.placement.log_path):
-            placement = placement_requests(nova.placement.log_path)
+            placement = nova_logs.placement_requests(nova.placement.log_path)
         if os.path.exists(self.ironic.api.log_path):
-            ironic = ironic_requests(self.ironic.api.log_path)
+            ironic = nova_logs.ironic_requests(self.ironic.api.log_path)
         steady = {}
         for host, one in sorted(getattr(self, 'steady', {}).items()):
             entry = one.as_dict()
@@ -582,144 +446,6 @@ def mark_in_use(ironic, nodes, fraction, workers=4):
     return chosen, time.time() - start
 
 
-#: The lane benchmark's cell format: 'never' for None, one decimal.
-_fmt = nova_lane_bench._fmt
-
-
-def _max(values):
-    values = [v for v in values if v is not None]
-    return max(values) if values else None
-
-
-def table_rows(result):
-    """The table's rows for one driver.
-
-    :param result: the dict of :meth:`Run.run`.
-    :returns: a list of ``(measure, value string)``.
-    """
-    steps = result.get('steps', {})
-    per = result.get('startup_per_compute', {})
-    steady = result.get('steady', {})
-    rss1 = result.get('rss_after_startup') or {}
-    rss2 = result.get('rss_after_steady') or {}
-    rows = [
-        ('start-up to complete report (s)', steps.get('start-up')),
-        ('start-up: slowest first full pass (s)', _max(
-            p.get('first_full_pass_end_s') for p in per.values())),
-        ('start-up: nodes in first pass cn1/cn2/cn3', '/'.join(
-            str(per.get(h, {}).get('startup_pass', {}).get('nodes'))
-            for h in HOSTS)),
-        ('start-up: shares cn1/cn2/cn3', '/'.join(
-            str(result.get('shares', {}).get(h)) for h in HOSTS)),
-        ('start-up placement / Ironic calls', '%s / %s' % (
-            result.get('startup_placement_calls'),
-            result.get('startup_ironic_calls'))),
-        ('double-held node-s, start-up', result.get(
-            'double_held_by_step', {}).get('start-up')),
-    ]
-    for host in HOSTS:
-        one = steady.get(host, {})
-        rows.append(('steady pass %s (s)' % host, one.get('duration_s')))
-        rows.append(('  placement calls %s' % host,
-                     one.get('placement_calls')))
-        rows.append(('  Ironic calls in window %s' % host,
-                     one.get('ironic_calls_in_window')))
-    per_node = [one['placement_calls'] / float(one['nodes'])
-                for one in steady.values()
-                if one.get('nodes') and 'placement_calls' in one]
-    window = result.get('steady_window_s')
-    rows += [
-        ('placement calls per node per steady pass', (
-            sum(per_node) / len(per_node)) if per_node else None),
-        ('placement calls/min, 3 computes (%s s)' % _fmt(window),
-         result.get('placement_calls_per_min')),
-        ('Ironic calls/min, 3 computes (%s s)' % _fmt(window),
-         result.get('ironic_calls_per_min')),
-        ('failover after SIGKILL (s)', steps.get('SIGKILL')),
-        ('takeover pass: begun after the kill / long (s), nodes (new)',
-         ', '.join('%s %s / %s, %s (%s)' % (
-             host, _fmt(one['began_after_kill_s']),
-             _fmt(one['duration_s']), one['nodes'], one['taken'])
-             for host, one in sorted(result.get(
-                 'takeover_passes', {}).items()))),
-        ('double-held node-s, SIGKILL', result.get(
-            'double_held_by_step', {}).get('SIGKILL')),
-        ('restart (s)', steps.get('restart')),
-        ('double-held node-s, restart', result.get(
-            'double_held_by_step', {}).get('restart')),
-        ('moves at failover / restart', '%s / %s' % (
-            result.get('failover_moves'), result.get('restart_moves'))),
-        ('deleted / recreated rows, lost providers', '%s / %s / %s' % (
-            result.get('deleted_rows'), result.get('recreated_rows'),
-            result.get('providers_lost'))),
-        ('double-held node-s, whole run', result.get(
-            'double_held_node_seconds')),
-    ]
-    for label, rss in (('start-up', rss1), ('steady', rss2)):
-        rows.append(('RSS computes after %s (MiB)' % label, '/'.join(
-            _fmt(rss.get(h)) for h in HOSTS)))
-        rows.append(('RSS placement after %s (MiB)' % label,
-                     rss.get('placement')))
-    rows.append(('load average start / end', '%s / %s' % (
-        ' '.join('%.2f' % v for v in result.get('load_start', ())),
-        ' '.join('%.2f' % v for v in result.get('load_end', ())))))
-    rows.append(('wall time of the run (s)', result.get('wall_s')))
-    return [(name, value if isinstance(value, str) else _fmt(value))
-            for name, value in rows]
-
-
-def print_table(results, out=sys.stdout):
-    """Print the figures as an RST table, a column per driver.
-
-    :param results: the dicts of :meth:`Run.run`.
-    :param out: the stream.
-    :returns: None
-    """
-    columns = [dict(table_rows(r)) for r in results]
-    names = [name for name, _v in table_rows(results[0])]
-    names = [re.sub(r' \(\S+ s\)$', '', n) for n in names]
-    columns = [dict((re.sub(r' \(\S+ s\)$', '', k), v)
-                    for k, v in c.items()) for c in columns]
-    if any(r.get('steady_window_s') for r in results):
-        out.write('(calls/min: from the complete report to the SIGKILL: '
-                  '%s s)\n' % ' / '.join(
-                      _fmt(r.get('steady_window_s')) for r in results))
-    header = ['measure'] + [r['driver'] for r in results]
-    body = [[name] + [c[name] for c in columns] for name in names]
-    nova_lane_bench.write_rst_table(header, body, out)
-
-
-def print_profile(results, out=sys.stdout):
-    """Print the grouped profiles.
-
-    :param results: the dicts of :meth:`Run.run`.
-    :param out: the stream.
-    :returns: None
-    """
-    for result in results:
-        for phase, kind in [(p, k) for p in ('startup', 'steady')
-                            for k in ('wall', 'cpu')]:
-            prof = result.get('profile_%s' % phase, {}).get(kind)
-            if not prof:
-                continue
-            out.write('\n%s, %s, %s, %s: ' % (result['driver'], PROFILED,
-                                              phase, kind))
-            if 'error' in prof:
-                out.write('no profile: %s\n' % prof['error'])
-                continue
-            out.write('%.1f s sampled (thread-seconds by group)\n'
-                      % prof['seconds'])
-            for name, secs in sorted(prof['groups'].items(),
-                                     key=lambda kv: -kv[1]):
-                out.write('  %8.1f  %s\n' % (secs, name))
-            out.write('  top frames (self):\n')
-            for line in prof['top_self']:
-                out.write('    %s\n' % line)
-            out.write('  top nova/ironic_partition frames (inclusive):\n')
-            for line in prof['top_ours']:
-                out.write('    %s\n' % line)
-
-
 def main(argv=None):
     """Run the benchmark and print the table.
 
@@ -757,8 +483,8 @@ def main(argv=None):
     if args.table_from:
         with open(args.table_from) as stream:
             earlier = json.load(stream)
-        print_table(earlier['results'])
-        print_profile(earlier['results'])
+        nova_scale_report.print_table(earlier['results'], HOSTS)
+        nova_scale_report.print_profile(earlier['results'], PROFILED)
         return 0
     if args.profile_dir is None:
         args.profile_dir = args.log_dir or os.getcwd()
@@ -796,8 +522,8 @@ def main(argv=None):
                 result['driver'], result.get('claims_backend'),
                 result.get('partition_options')))
     if results:
-        print_table(results)
-        print_profile(results)
+        nova_scale_report.print_table(results, HOSTS)
+        nova_scale_report.print_profile(results, PROFILED)
     output = {'config': config, 'results': results}
     if args.json:
         with open(args.json, 'w') as stream:

@@ -53,19 +53,13 @@ Example (needs functional-requirements.txt)::
 import argparse
 import configparser
 import datetime
-import json
-import os
 import random
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 
-from keystoneauth1 import session as ks_session
 import requests
 import sqlalchemy
 
@@ -73,180 +67,9 @@ from ironic_partition import baremetal
 from ironic_partition.db import api as db_api
 from ironic_partition import testing as harness
 from ironic_partition.testing import db as harness_db
+import scale_worker
 
-DRIVERS = ('nova', 'ours')
-HOSTS = ('scale-cn0', 'scale-cn1', 'scale-cn2')
-
-
-def rss_mib():
-    """This process's resident set size now, in MiB."""
-    with open('/proc/self/statm') as f:
-        pages = int(f.read().split()[1])
-    return pages * resource.getpagesize() / 2.0 ** 20
-
-
-# -- The worker: one service ---------------------------------------------
-
-class HttpMeter(object):
-    """Counts keystoneauth session requests and the time spent in them."""
-
-    def __init__(self):
-        self.calls = 0
-        self.seconds = 0.0
-        self._local = threading.local()
-        real = ks_session.Session.request
-        meter = self
-
-        def request(session, *args, **kwargs):
-            if getattr(meter._local, 'busy', False):
-                return real(session, *args, **kwargs)
-            meter._local.busy = True
-            start = time.perf_counter()
-            try:
-                return real(session, *args, **kwargs)
-            finally:
-                meter.seconds += time.perf_counter() - start
-                meter.calls += 1
-                meter._local.busy = False
-
-        ks_session.Session.request = request
-
-    def reset(self):
-        self.calls = 0
-        self.seconds = 0.0
-
-
-def worker(args):
-    """Serve commands on stdin, one JSON answer per line on stdout."""
-    from ironic_partition.testing import nova_env
-    from nova.virt import driver as virt_driver
-    from nova.virt.ironic import driver as ironic_driver
-
-    meter = HttpMeter()
-    overrides = {('ironic', 'peer_list'): []}
-    if args.kind == 'ours':
-        overrides[('ironic_partition_database', 'connection')] = args.db
-    novaconf = nova_env.NovaConf(args.endpoint, overrides)
-    novaconf.setUp()
-    for host in HOSTS:
-        nova_env.add_compute(host)
-    novaconf.config(host=args.host)
-    rss_start = rss_mib()
-    if args.kind == 'nova':
-        driver = ironic_driver.IronicDriver(None)
-    else:
-        driver = virt_driver.load_compute_driver(
-            None, 'ironic_partition.IronicPartitionDriver')
-    driver.init_host(args.host)
-    fences = [0]
-    if args.kind == 'ours':
-        def fenced():
-            fences[0] += 1
-        driver.partitioner.add_fence_listener(fenced)
-    out = sys.stdout
-    sys.stdout = sys.stderr
-    print(json.dumps({'ready': True}), file=out, flush=True)
-    for line in sys.stdin:
-        command = json.loads(line)
-        for host in HOSTS:
-            nova_env.set_up(host, True)
-        answer = {}
-        if command['do'] in ('refresh', 'refresh-full'):
-            if command['do'] == 'refresh-full':
-                driver.partitioner.index.invalidate()
-            meter.reset()
-            fenced_before = fences[0]
-            start = time.perf_counter()
-            driver._refresh_cache()
-            answer['seconds'] = time.perf_counter() - start
-            answer['http'] = meter.seconds
-            answer['calls'] = meter.calls
-            answer['rss_growth'] = rss_mib() - rss_start
-            answer['managed'] = len(driver.node_cache)
-            answer['fences'] = fences[0] - fenced_before
-            result = getattr(getattr(driver, 'partitioner', None),
-                             'last_result', None)
-            if result is not None:
-                answer['full'] = result.metrics.full
-                answer['changed'] = result.metrics.changed
-                answer['claim_seconds'] = result.metrics.claim_seconds
-                answer['listed'] = result.metrics.listed
-                answer['waiting'] = len(result.waiting)
-        elif command['do'] == 'index':
-            # The index's view, for the correctness check.
-            answer['nodes'] = {
-                u: [n.instance_id, bool(n.is_maintenance),
-                    n.conductor_group]
-                for u, n in driver.partitioner.index.nodes.items()}
-        elif command['do'] == 'managed':
-            answer['nodes'] = sorted(driver.node_cache)
-        elif command['do'] == 'rt':
-            # The driver side of one resource-tracker pass, after the
-            # refresh of get_available_nodes (timed above): every node of
-            # the share through get_available_resource.
-            names = list(driver.node_cache)
-            start = time.perf_counter()
-            for name in names:
-                driver.get_available_resource(name)
-            answer['per_node_us'] = ((time.perf_counter() - start)
-                                     / max(1, len(names)) * 1e6)
-            answer['nodes'] = len(names)
-        elif command['do'] == 'stop':
-            if hasattr(driver, 'partition_stop'):
-                driver.partition_stop()
-            print(json.dumps({}), file=out, flush=True)
-            break
-        print(json.dumps(answer), file=out, flush=True)
-    return 0
-
-
-class Service(object):
-    """One worker process, driven line by line."""
-
-    def __init__(self, kind, host, endpoint, db, log_dir):
-        self.kind = kind
-        self.host = host
-        self.log = open(os.path.join(log_dir, '%s-%s.log' % (kind, host)),
-                        'w')
-        argv = [sys.executable, os.path.abspath(__file__), '--worker',
-                '--kind', kind, '--host', host, '--endpoint', endpoint,
-                '--db', db or '']
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE,
-                                     stderr=self.log, text=True)
-        self._read()
-
-    def _read(self):
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError('%s %s died; see %s' % (self.kind, self.host,
-                                                       self.log.name))
-        return json.loads(line)
-
-    def send(self, do):
-        self.proc.stdin.write(json.dumps({'do': do}) + '\n')
-        self.proc.stdin.flush()
-
-    def call(self, do):
-        self.send(do)
-        return self._read()
-
-    def stop(self):
-        try:
-            if self.proc.poll() is None:
-                self.call('stop')
-                self.proc.wait(timeout=60)
-        except Exception:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-
-
-def gather(services, do):
-    """Send a command to every service at once; collect the answers."""
-    for service in services:
-        service.send(do)
-    return [service._read() for service in services]
+HOSTS = scale_worker.HOSTS
 
 
 # -- The orchestrator ----------------------------------------------------
@@ -423,12 +246,14 @@ def run(args):
         ours = []
         nova = None
         try:
-            ours = [Service('ours', h, ironic.endpoint, claimsdb.url,
-                            log_dir) for h in HOSTS]
+            ours = [scale_worker.Service('ours', h, ironic.endpoint,
+                                         claimsdb.url, log_dir)
+                    for h in HOSTS]
             # First full listings, all three at once, as at a fleet-wide
             # start.
-            first = gather(ours, 'refresh')
-            nova = Service('nova', HOSTS[0], ironic.endpoint, None, log_dir)
+            first = scale_worker.gather(ours, 'refresh')
+            nova = scale_worker.Service('nova', HOSTS[0], ironic.endpoint,
+                                        None, log_dir)
             nova_full = [nova.call('refresh') for _ in range(args.runs)]
             serves, ours_full = [serve], []
             for _ in range(args.runs):
@@ -444,7 +269,7 @@ def run(args):
                 counts = changer.apply(args.change, args.api_changes)
                 # Timed alone, as the full listings were; then the others.
                 incr.append(ours[0].call('refresh'))
-                gather(ours[1:], 'refresh')
+                scale_worker.gather(ours[1:], 'refresh')
                 truth = changer.truth()
                 index = ours[0].call('index')['nodes']
                 same = index == truth
@@ -473,8 +298,9 @@ def run(args):
             # A restart keeps the claims (nova's default): the new process
             # adopts them and renews them during its first full listing.
             ours[0].stop()
-            ours[0] = Service('ours', HOSTS[0], ironic.endpoint,
-                              claimsdb.url, log_dir)
+            ours[0] = scale_worker.Service('ours', HOSTS[0],
+                                           ironic.endpoint, claimsdb.url,
+                                           log_dir)
             again = ours[0].call('refresh')
             after = set(ours[0].call('managed')['nodes'])
             results['ok'] &= check(
@@ -603,16 +429,7 @@ def main(argv=None):
                         choices=('postgresql', 'mysql'))
     parser.add_argument('--claims-backend', default='mysql',
                         choices=('postgresql', 'mysql'))
-    parser.add_argument('--worker', action='store_true',
-                        help=argparse.SUPPRESS)
-    parser.add_argument('--kind', choices=DRIVERS, help=argparse.SUPPRESS)
-    parser.add_argument('--host', help=argparse.SUPPRESS)
-    parser.add_argument('--endpoint', help=argparse.SUPPRESS)
-    parser.add_argument('--db', help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.worker:
-        return worker(args)
-    return run(args)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == '__main__':
