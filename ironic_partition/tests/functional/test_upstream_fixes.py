@@ -17,8 +17,9 @@
 Each patch in ``doc/source/contributor/upstream/`` is applied to a copy of
 the installed package (:mod:`ironic_partition.testing.upstream`), and the
 unit tests it adds are run there: they pass with the fix, and on the
-release they fail the way the bug does. The lane shows the same fix inside
-nova-compute (``test_nova_compute``).
+release they fail the way the bug does. The lanes show the same fixes in
+real services (``test_nova_compute`` for SIGHUP, ``test_nova_servers``
+for a rebuild), in ``tox -e functional-long``.
 """
 
 import os
@@ -46,6 +47,24 @@ NEW_SIGHUP_TESTS = (
     'test_sighup_reloads_with_restart_method_reload_no_fork',
     'test_sighup_reload_failure_keeps_the_service_no_fork',
     'test_sighup_does_not_end_the_running_service_no_fork',
+)
+
+#: The nova fix: rebuild an image-backed server at compute API 2.93+.
+NOVA_REBUILD = os.path.join(UPSTREAM,
+                            'nova-ironic-rebuild-image-backed.patch')
+NOVA_REBUILD_TESTS = 'nova.tests.unit.virt.ironic.test_driver.' \
+    'IronicDriverTestCase'
+NEW_NOVA_REBUILD_TESTS = (
+    'test_rebuild_image_backed_reimage_boot_volume',
+    'test_rebuild_volume_backed_reimage_boot_volume',
+)
+#: The Ironic fix: a rebuild no longer reads an unbound auto_lessee.
+IRONIC_REBUILD = os.path.join(UPSTREAM, 'ironic-rebuild-auto-lessee.patch')
+IRONIC_REBUILD_TESTS = 'ironic.tests.unit.conductor.test_deployments.' \
+    'DoNodeDeployTestCase'
+NEW_IRONIC_REBUILD_TESTS = (
+    'test_start_deploy_rebuild_image_type_unchanged',
+    'test_start_deploy_rebuild_image_type_updated',
 )
 
 
@@ -96,3 +115,88 @@ class OsloServiceNoForkSighupTest(base.BaseTestCase):
             result.stderr, re.M)))
         self.assertIn('FAILED (errors=%d)' % len(NEW_SIGHUP_TESTS),
                       result.stderr)
+
+
+class _RebuildFix(object):
+    """A proposed rebuild fix: its new tests, with it and on the release.
+
+    Only the new tests run (and one of the release's for the code path),
+    not the project's whole suite: the point is the fix and that the
+    tests catch the bug.
+    """
+
+    PACKAGE = None
+    PATCH = None
+    CASE = None
+    NEW_TESTS = ()
+    #: A test of the release that runs the same code, kept passing.
+    KEPT = None
+    #: The new test that fails on the release, and the bug's error there.
+    FAILS_ON_RELEASE = None
+    THE_BUG = None
+
+    def _run(self, include=None):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        path = upstream.patched_copy(self.PACKAGE, self.PATCH, tmp,
+                                     include=include)
+        names = ['%s.%s' % (self.CASE, name)
+                 for name in self.NEW_TESTS + (self.KEPT,)]
+        result = subprocess.run(
+            [sys.executable, '-m', 'unittest', '-v'] + names,
+            cwd=path, env=upstream.pythonpath(path), capture_output=True,
+            text=True, timeout=300)
+        self.addDetail('unittest-%s' % ('release' if include else 'fix'),
+                       content.text_content(result.stderr))
+        return result
+
+    def test_the_fix_passes_its_tests(self):
+        result = self._run()
+        self.assertEqual(0, result.returncode, result.stderr[-2000:])
+        names = self.NEW_TESTS + (self.KEPT,)
+        for name in names:
+            self.assertIn('%s.%s ... ' % (self.CASE, name), result.stderr)
+        self.assertIn('Ran %d tests' % len(names), result.stderr)
+        self.assertIn('\nOK', result.stderr)
+
+    def test_the_release_fails_them_as_the_bug_does(self):
+        # Only the patch's tests, on the release: the one of the bug
+        # fails with the bug's own error; the others pass.
+        result = self._run(include='%s/tests/*' % self.PACKAGE)
+        self.assertNotEqual(0, result.returncode)
+        self.assertIn('ERROR: %s ' % self.FAILS_ON_RELEASE, result.stderr)
+        self.assertIn(self.THE_BUG, result.stderr)
+        self.assertIn('FAILED (errors=1)', result.stderr)
+
+
+class NovaIronicRebuildTest(_RebuildFix, base.BaseTestCase):
+    """The proposed nova fix, on the installed nova 34.
+
+    On the release, the image-backed rebuild at 2.93 gets the refusal
+    nova-compute logs; the volume-backed one is refused by both.
+    """
+
+    PACKAGE = 'nova'
+    PATCH = NOVA_REBUILD
+    CASE = NOVA_REBUILD_TESTS
+    NEW_TESTS = NEW_NOVA_REBUILD_TESTS
+    KEPT = 'test_rebuild_no_preserve_ephemeral'
+    FAILS_ON_RELEASE = 'test_rebuild_image_backed_reimage_boot_volume'
+    THE_BUG = ("nova.exception.NovaException: Ironic doesn't support "
+               "rebuilding volume backed instances.")
+
+
+class IronicRebuildAutoLesseeTest(_RebuildFix, base.BaseTestCase):
+    """The proposed Ironic fix, on the installed Ironic 39.
+
+    On the release, a rebuild whose image type cannot be told fails as
+    nova's rebuild does in the lane.
+    """
+
+    PACKAGE = 'ironic'
+    PATCH = IRONIC_REBUILD
+    CASE = IRONIC_REBUILD_TESTS
+    NEW_TESTS = NEW_IRONIC_REBUILD_TESTS
+    KEPT = 'test_start_deploy_lessee_legacy_false'
+    FAILS_ON_RELEASE = 'test_start_deploy_rebuild_image_type_unchanged'
+    THE_BUG = ("UnboundLocalError: cannot access local variable "
+               "'auto_lessee' where it is not associated with a value")
