@@ -383,9 +383,6 @@ class ClaimManager(object):
             owned, server_time, node = self.store.claims.owned_claims(
                 self.role, self.host, incarnation=inc, with_time=True,
                 with_node=True)
-            # NOTE(ironic-partition): for the writer watch, which sees the
-            # heartbeats' nodes in the services rows, and this one here.
-            self.store.claims_node = node
             self._watch_clock(server_time, before, self._clock(), node)
             with self._lock:
                 keep = self._last_reported

@@ -16,10 +16,7 @@
 
 Every heartbeat records in the service's row the database node that ran
 it (``host:port`` of the MariaDB or MySQL server,
-:class:`~ironic_partition.db.models.server_node`), and every claim round
-reads the node its first statement ran on: a service judges the rows of
-its peers and, for itself, both its heartbeat's node and its claim
-round's (its pool may hold connections to two nodes). On a Galera cluster
+:class:`~ironic_partition.db.models.server_node`). On a Galera cluster
 behind HAProxy with one active server and the others ``backup``, all the
 services write through the same node, except:
 
@@ -59,26 +56,19 @@ from ironic_partition._i18n import _
 Verdict = collections.namedtuple('Verdict', ['reconnect', 'problem'])
 
 
-def writers(services, also=None):
+def writers(services):
     """Group the live services by the database node they write through.
 
     :param services: :data:`~ironic_partition.db.services.ServiceRecord`
-        rows (their heartbeat's node).
-    :param also: ``{host: node}``, more nodes live services write
-        through: this service's claim round, whose connection may not be
-        its heartbeat's.
+        rows.
     :returns: ``{node: [host, ...]}``, sorted; services whose node is not
         known are left out.
     """
-    nodes = collections.defaultdict(set)
-    also = also or {}
+    nodes = collections.defaultdict(list)
     for service in services:
-        if not service.alive:
-            continue
-        for node in (getattr(service, 'database_node', None),
-                     also.get(service.host)):
-            if node:
-                nodes[node].add(service.host)
+        node = getattr(service, 'database_node', None)
+        if service.alive and node:
+            nodes[node].append(service.host)
     return {node: sorted(hosts) for node, hosts in sorted(nodes.items())}
 
 
@@ -117,15 +107,14 @@ class WriterWatch(object):
         #: The last grouping seen (:func:`writers`).
         self.nodes = {}
 
-    def observe(self, services, now, also=None):
+    def observe(self, services, now):
         """Judge one reading of the services rows.
 
         :param services: the rows of this role.
         :param now: the caller's monotonic time.
-        :param also: more nodes of live services, as for :func:`writers`.
         :returns: a :data:`Verdict`.
         """
-        nodes = writers(services, also)
+        nodes = writers(services)
         self.nodes = nodes
         reconnect = False
         if len(nodes) > 1:

@@ -43,10 +43,6 @@ class Store(object):
         #: This process's :class:`~ironic_partition.identity.Identity`,
         #: or None.
         self.identity = identity
-        #: The database node the last claim round's first statement ran
-        #: on (``host:port``), or None: unknown (PostgreSQL, SQLite), no
-        #: round yet, or the connections closed since.
-        self.claims_node = None
 
     @classmethod
     def open(cls, settings, role, takeover=False, connection=None):
@@ -114,5 +110,4 @@ class Store(object):
 
         :returns: None
         """
-        self.claims_node = None
         self.db.dispose()

@@ -401,13 +401,7 @@ class DatabaseMembership(base.MembershipBackend):
     def _check_writers(self, services):
         watch = self._writers
         was = watch.since
-        # NOTE(ironic-partition): this service's claim round may run on
-        # another pooled connection than its heartbeat, to another node.
-        me = ip_conf.normalize_host(self.host)
-        node = self.store.claims_node
-        also = {s.host: node for s in services
-                if node and ip_conf.normalize_host(s.host) == me}
-        verdict = watch.observe(services, time.monotonic(), also=also)
+        verdict = watch.observe(services, time.monotonic())
         if verdict.reconnect:
             LOG.warning('The live services write through several database '
                         'nodes: %(nodes)s; closing the database connections '

@@ -54,20 +54,6 @@ class TestWriters(base.TestCase):
         self.assertEqual('db0:3306 (cn1, cn2); db1:3306 (cn3)',
                          db_writers.describe(nodes))
 
-    def test_a_claim_round_on_another_node_counts(self):
-        # cn1's heartbeat ran on db0, its claim round on db1 (two pooled
-        # connections to two nodes); a dead service's round is ignored.
-        rows = [row('cn1', 'db0:3306'), row('cn2', 'db0:3306'),
-                row('cn3', 'db0:3306', alive=False)]
-        self.assertEqual({'db0:3306': ['cn1', 'cn2'], 'db1:3306': ['cn1']},
-                         db_writers.writers(rows, {'cn1': 'db1:3306',
-                                                   'cn3': 'db2:3306'}))
-        # The same node twice, or an unknown one, is one node.
-        self.assertEqual({'db0:3306': ['cn1', 'cn2']},
-                         db_writers.writers(rows, {'cn1': 'db0:3306'}))
-        self.assertEqual({'db0:3306': ['cn1', 'cn2']},
-                         db_writers.writers(rows, {'cn1': None}))
-
 
 class TestWriterWatch(base.TestCase):
 
@@ -80,12 +66,6 @@ class TestWriterWatch(base.TestCase):
             self.assertEqual((False, None), self.watch.observe(
                 [row('cn1', 'db0:3306'), row('cn2', 'db0:3306')], now))
         self.assertIsNone(self.watch.since)
-
-    def test_a_claim_round_on_another_node_reconnects(self):
-        rows = [row('cn1', 'db0:3306'), row('cn2', 'db0:3306')]
-        self.assertEqual((True, None), self.watch.observe(
-            rows, 0, also={'cn1': 'db1:3306'}))
-        self.assertEqual(0, self.watch.since)
 
     def test_unknown_nodes_are_fine(self):
         # PostgreSQL, SQLite, and rows of services older than the column.

@@ -219,37 +219,6 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         self.assertEqual(frozenset(), cli.members(
             'rack1', ['me', 'cn2', 'cn4']).outside)
 
-    def test_the_claim_rounds_node_is_watched_too(self):
-        logger = self.useFixture(fixtures.FakeLogger())
-        b = self._backend(partition_key='')
-        b.start()
-        real = b.store.services.services
-
-        def on_db0(role, down_time):
-            snapshot = real(role, down_time)
-            return snapshot._replace(services=tuple(
-                s._replace(database_node='db0:3306')
-                for s in snapshot.services))
-
-        with mock.patch.object(b.store.services, 'services',
-                               autospec=True, side_effect=on_db0):
-            # Heartbeats and claim round on one node: nothing to do.
-            b.store.claims_node = 'db0:3306'
-            self.assertIn('me', b.members('').live)
-            self.assertEqual({'db0:3306': ['me']},
-                             b.status()['database_nodes'])
-            # The claim round's connection went to another node: the
-            # connections are closed, which forgets that node.
-            b.store.claims_node = 'db1:3306'
-            with mock.patch.object(b.store.db, 'dispose',
-                                   autospec=True) as dispose:
-                self.assertIn('me', b.members('').live)
-            dispose.assert_called_once_with()
-            self.assertIsNone(b.store.claims_node)
-        self.assertIn('write through several database nodes: db0:3306 '
-                      '(me); db1:3306 (me); closing the database '
-                      'connections of me', logger.output)
-
     def test_several_database_nodes_reconnect_then_refuse(self):
         logger = self.useFixture(fixtures.FakeLogger())
         b = self._backend(partition_key='')
