@@ -91,6 +91,10 @@ class RecoverScenario(object):
         lost = max(['cn1', 'cn2'], key=lambda h: sum(
             1 for n in self.group if owners[n] == h))
         self.survivor = 'cn1' if lost == 'cn2' else 'cn2'
+        # NOTE(ironic-partition): the builds are forced onto it: its
+        # running process must track its share (it may have just started).
+        self.wait_tracked(lost, [n for n in self.group if owners[n] == lost],
+                          self.takeover_bound() * 2)
         ids = self.boot_many(LOST_SERVERS, 'lost',
                              availability_zone='nova:%s' % lost)
         servers = self.wait_final(ids, 120)

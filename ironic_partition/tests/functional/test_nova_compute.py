@@ -407,6 +407,33 @@ class _Lane(base.BaseTestCase):
     def steady(self):
         return self.wait_split(self.LANE_HOSTS, self.takeover_bound() * 2)
 
+    def wait_tracked(self, host, nodes, timeout):
+        """Wait until the running process of a compute tracks these nodes.
+
+        nova's resource tracker adds a node when it reports it ("Final
+        resource view"). nova's records can already show the split, written
+        by a previous process of the host, while a process just started is
+        still in its first pass: a build sent then for a node it has not
+        reached fails ("Attempt to claim resources ... on unknown node"),
+        as with any driver.
+
+        :param host: the compute.
+        :param nodes: node UUIDs.
+        :param timeout: seconds.
+        :returns: None
+        """
+        path = self.nova.computes[host].log_path
+        wanted = set(nodes)
+
+        def tracked():
+            events = novalane.parse_compute_log(path)
+            starts = [i for i, e in enumerate(events) if e.kind == 'start']
+            current = events[starts[-1]:] if starts else events
+            return wanted <= {e.node for e in current if e.kind == 'final'}
+        harness.wait_for(tracked, timeout,
+                         '%s to track its %d nodes' % (host, len(wanted)),
+                         interval=0.5, check=self.nova.check_services)
+
     def metric(self, host, name):
         """One series of a compute's metrics (there is one per compute)."""
         url = 'http://127.0.0.1:%d/metrics' % self.nova.metrics_ports[host]
