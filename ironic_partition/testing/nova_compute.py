@@ -29,10 +29,13 @@ MARKER = harness_process.MARKER
 """Prefix of the lines the fixture writes into a compute's log."""
 
 #: The loggers whose debug lines the lane parses: every node a
-#: resource-tracker run reports ("Final resource view: name=<node>") and
-#: the start of every periodic run.
+#: resource-tracker run reports ("Final resource view: name=<node>"), the
+#: start of every periodic run, and the compute manager's reasons for a
+#: reschedule (nova logs a claim refused on an untracked node only at
+#: debug level).
 DEBUG_LOGGERS = ('nova.compute.resource_tracker=DEBUG',
-                 'oslo_service.periodic_task=DEBUG')
+                 'oslo_service.periodic_task=DEBUG',
+                 'nova.compute.manager=DEBUG')
 
 #: nova's own default log levels, which a ``default_log_levels`` option
 #: replaces rather than extends.

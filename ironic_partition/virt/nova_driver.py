@@ -730,6 +730,38 @@ class IronicPartitionDriver(mixin.PartitionMixin,
                 % nodename)
         return super().get_available_resource(nodename)
 
+    def node_is_available(self, nodename):
+        """Whether nova may account for a node, and claim it, now.
+
+        nova's resource tracker asks before every claim (a build, a
+        rebuild, a move) and before updating a node's usage. nova's own
+        driver answers from its node cache and refreshes the cache when it
+        is empty or lacks the node: a refresh inside a build's claim,
+        which raised ``VirtDriverNotReady`` there when the partition was
+        not ready (a paused compute resumed after a peer took its nodes
+        over), failing the build with a traceback before its reschedule.
+        Ours answers the reporting gate's question at that instant, with
+        no call (the node is in this service's last list and its claim
+        is valid, instance nodes included). When it may not, one line
+        names the node, the claim's holder and the reason; nova then
+        refuses the claim ("Attempt to claim resources ... on unknown
+        node") and reschedules a build, before anything is written to the
+        node.
+
+        :param nodename: the node UUID.
+        :returns: True when this service may report the node now.
+        """
+        refusal = self.partitioner.spawn_refusal(nodename)
+        if refusal is None:
+            return True
+        LOG.warning('Node %(node)s is not available to this service now '
+                    '(claim held by %(holder)s): %(reason)s; nova refuses '
+                    'a claim on it, and reschedules a build',
+                    {'node': nodename,
+                     'holder': self.partitioner.claim_holder(nodename),
+                     'reason': refusal})
+        return False
+
     def is_node_deleted(self, nodename):
         """nova's orphan check, without a call for a node we listed.
 

@@ -671,8 +671,18 @@ class ServersLaneTest(_recover.RecoverScenario, test_nova_compute._Lane):
         self.assertEqual('ACTIVE', built.status, self.faults(servers))
         self.assertEqual(other, built.compute_host)
         self.assertEqual(picked[other], built.hypervisor_hostname)
-        line = self.wait_log(target, 'Refusing to deploy to node %s' % node,
-                             since, 30)
+        # The build's host refused it before any write, in one of three
+        # places, whichever came first after the resume: nova's claim
+        # asking our driver (node_is_available), our spawn check (the
+        # claim passed before the claims ran out), or nova's claim alone
+        # (a resource-tracker run had already dropped the node this
+        # service no longer lists; nova logs it at debug level).
+        line = self.wait_log(
+            target, '|'.join([
+                'Node %s is not available to this service now' % node,
+                'Refusing to deploy to node %s' % node,
+                'Attempt to claim resources for instance %s on unknown '
+                'node %s failed' % (server.id, node)]), since, 30)
         self.addDetail('refusal', content.text_content(line))
         # Nothing was written to the refused node.
         after = self.records.nodes()[node]

@@ -19,6 +19,7 @@ import types
 from unittest import mock
 
 import fixtures
+from nova.compute import resource_tracker
 from nova import exception as nova_exception
 from nova.virt.ironic import driver as ironic_driver
 from openstack import exceptions as sdk_exc
@@ -156,6 +157,47 @@ class TestSpawnPolicy(base.TestCase):
         self._failed_write(sdk_exc.HttpException('500 boom'))
         self.assertRaises(nova_exception.InstanceDeployFailure,
                           self.driver.prepare_for_spawn, self.instance)
+
+
+class TestClaimGate(base.TestCase):
+    """``node_is_available``: nova's claims asked of the reporting gate."""
+
+    def setUp(self):
+        super().setUp()
+        self.partitioner = FakePartitioner()
+        self.driver = _bare_driver(partitioner=self.partitioner)
+        # NOTE(ironic-partition): nova's answer refreshes its node cache
+        # (a partition refresh) when the cache lacks the node; ours never.
+        patcher = mock.patch.object(
+            ironic_driver.IronicDriver, '_refresh_cache', autospec=True,
+            side_effect=AssertionError('refreshed in a claim'))
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        self.log = self.useFixture(fixtures.FakeLogger())
+
+    def test_a_node_it_may_report_is_available_without_a_call(self):
+        self.assertTrue(self.driver.node_is_available(NODE))
+        self.assertEqual('', self.log.output)
+
+    def test_a_node_it_may_not_report_is_refused_with_one_line(self):
+        self.partitioner.refusal = ('this service\'s claims ran out '
+                                    '(fenced)')
+        self.assertFalse(self.driver.node_is_available(NODE))
+        self.assertIn('Node %s is not available to this service now (claim '
+                      'held by cn2): this service\'s claims ran out '
+                      '(fenced); nova refuses a claim on it' % NODE,
+                      self.log.output)
+
+    def test_novas_claim_on_it_is_refused_before_the_driver_acts(self):
+        self.partitioner.refusal = 'the node is not in this service\'s list'
+        tracker = resource_tracker.ResourceTracker(
+            'cn1', self.driver, reportclient=mock.Mock())
+        tracker.compute_nodes[NODE] = mock.Mock()
+        instance = mock.MagicMock(uuid=INSTANCE)
+        e = self.assertRaises(
+            nova_exception.ComputeResourcesUnavailable,
+            tracker.instance_claim, mock.Mock(), instance, NODE, {})
+        self.assertIn('on unknown node %s failed' % NODE, str(e))
 
 
 class TestStopPolicy(base.TestCase):
