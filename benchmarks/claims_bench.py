@@ -17,8 +17,8 @@
 Several services (threads, each with its own engine and connection pool,
 as separate processes would have) share N nodes through the tooz-exact
 ring and run the claim round of every refresh
-(:meth:`ironic_partition.claims.ClaimManager.round`) at the same moment.
-Phases, each timed per service and per round:
+(:meth:`ironic_partition.claims.manager.ClaimManager.round`) at the same
+moment. Phases, each timed per service and per round:
 
 ``cold``
     the first round on an empty table: every node is claimed;
@@ -56,12 +56,12 @@ import uuid
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 
-from ironic_partition import claims
+from ironic_partition.claims import manager as claims
 from ironic_partition.db import api as db_api
 from ironic_partition.db import models
 from ironic_partition.db import store
-from ironic_partition import hash_ring
-from ironic_partition import rules
+from ironic_partition.partition import rules
+from ironic_partition.ring import hash_ring
 from ironic_partition.testing import db as harness_db
 
 ROLE = 'nova-compute'

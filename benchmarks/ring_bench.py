@@ -13,7 +13,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Benchmark ironic_partition.hash_ring against tooz and uhashring.
+"""Benchmark ironic_partition.ring.hash_ring against tooz and uhashring.
 
 Runs every ring in one process on the same keys and prints, per member count
 and partition count: build time, lookup time, our ratios to tooz and to the
@@ -37,8 +37,8 @@ import uuid
 
 from oslo_log import log as logging
 
-from ironic_partition import balanced_ring
-from ironic_partition import hash_ring
+from ironic_partition.ring import balanced_ring
+from ironic_partition.ring import hash_ring
 
 LOG = logging.getLogger(__name__)
 

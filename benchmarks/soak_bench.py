@@ -71,7 +71,7 @@ import time
 import urllib.parse
 
 from ironic_partition.db import api as db_api
-from ironic_partition import hash_ring
+from ironic_partition.ring import hash_ring
 from ironic_partition import testing as harness
 from ironic_partition.testing import agents as agents_mod
 from ironic_partition.testing import galera as galera_mod

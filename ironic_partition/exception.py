@@ -54,7 +54,7 @@ class IronicPartitionException(Exception):
 class ClaimNotProven(IronicPartitionException):
     """A write to a node is not proven to land under this service's claim.
 
-    Raised by :class:`~ironic_partition.write_guard.WriteGuard`; carries
+    Raised by :class:`~ironic_partition.claims.write_guard.WriteGuard`; carries
     ``node_id`` and ``reason`` as attributes.
     """
 
@@ -408,8 +408,8 @@ class UnknownConductorGroup(ConfigurationError):
                 "%(group)s.")
 
 
-# Allocations (ironic_partition/allocations.py): reserving a node of this
-# service's own partition through Ironic's allocation API.
+# Allocations (ironic_partition/ironic/allocations.py): reserving a node of
+# this service's own partition through Ironic's allocation API.
 
 
 class AllocationError(IronicPartitionException):

@@ -221,8 +221,9 @@ class Metrics(object):
         moved to another group does not go on showing the old one.
 
         :param settings: the service's settings.
-        :param claims: the :class:`~ironic_partition.claims.ClaimManager`,
-            or None without claims.
+        :param claims: the
+            :class:`~ironic_partition.claims.manager.ClaimManager`, or None
+            without claims.
         :returns: None
         """
         labels = label_values(settings)
@@ -273,7 +274,7 @@ class Metrics(object):
     def refreshed(self, result):
         """Record a ready refresh.
 
-        :param result: the :class:`~ironic_partition.refresh_result.
+        :param result: the :class:`~ironic_partition.partition.refresh_result.
             RefreshResult`.
         :returns: None
         """

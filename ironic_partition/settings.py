@@ -38,14 +38,14 @@ from openstack import exceptions as sdk_exc
 from oslo_config import cfg
 
 from ironic_partition import _urls
-from ironic_partition import baremetal
-from ironic_partition import claim_settings
+from ironic_partition.claims import claim_settings
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import ironic as ironic_conf
 from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import api as db_api
 from ironic_partition import exception
+from ironic_partition.ironic import baremetal
 
 
 #: The ``[ironic_partition]`` options' defaults: :class:`Settings`' too.
@@ -142,7 +142,8 @@ class Settings:
     def claims(self):
         """The claim timings, resolved against the cadence and validated.
 
-        :returns: a :data:`~ironic_partition.claim_settings.ClaimSettings`.
+        :returns: a
+            :data:`~ironic_partition.claims.claim_settings.ClaimSettings`.
         :raises ConfigurationError: see :func:`~ironic_partition.
             claim_settings.resolve`.
         """
@@ -309,9 +310,9 @@ def ironic_client(conf, **kwargs):
     """An Ironic client configured by ``[ironic]``.
 
     :param conf: see :func:`ironic_connector`.
-    :param kwargs: more :class:`~ironic_partition.baremetal.IronicClient`
-        arguments.
-    :returns: an :class:`~ironic_partition.baremetal.IronicClient`.
+    :param kwargs: more
+        :class:`~ironic_partition.ironic.baremetal.IronicClient` arguments.
+    :returns: an :class:`~ironic_partition.ironic.baremetal.IronicClient`.
     """
     connect, endpoint = ironic_connector(conf)
     return baremetal.IronicClient(connect=connect, endpoint=endpoint,

@@ -21,8 +21,8 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition.cmd import _errors
-from ironic_partition import instance_owners
 from ironic_partition.membership import base as membership_base
+from ironic_partition.partition import instance_owners
 
 
 def add_role_argument(parser, default):

@@ -155,7 +155,7 @@ class Progress(object):
 def pages_detail(client):
     """A progress detail reading how many pages a client has fetched.
 
-    :param client: an :class:`~ironic_partition.baremetal.IronicClient`.
+    :param client: an :class:`~ironic_partition.ironic.baremetal.IronicClient`.
     :returns: a callable for :meth:`Progress.task`.
     """
     def detail():

@@ -50,10 +50,10 @@ from ironic_partition.cmd import _args
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import agent_service
 from ironic_partition.cmd import base as base_cmd
-from ironic_partition import conductor_groups
 from ironic_partition import exception
-from ironic_partition import instance_owners
+from ironic_partition.ironic import conductor_groups
 from ironic_partition.membership import base as membership_base
+from ironic_partition.partition import instance_owners
 
 LOG = logging.getLogger(__name__)
 

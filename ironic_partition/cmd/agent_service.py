@@ -16,8 +16,8 @@
 
 The agent runs the code path of the nova driver
 (:class:`~ironic_partition.virt.mixin.PartitionMixin` and its
-:class:`~ironic_partition.partitioner.Partitioner`) without nova: it joins
-the membership (the database backend heartbeats from a thread), refreshes
+:class:`~ironic_partition.partition.partitioner.Partitioner`) without nova: it
+joins the membership (the database backend heartbeats from a thread), refreshes
 the partition every ``[ironic_partition] refresh_interval`` seconds and
 logs the nodes gained and lost at each refresh. Use it beside
 ironic-conductor, or for any consumer that is not nova.
@@ -109,8 +109,8 @@ from ironic_partition import __version__
 from ironic_partition._i18n import _
 from ironic_partition.cmd import _errors
 from ironic_partition import exception
-from ironic_partition import instance_owners
 from ironic_partition.membership import base as membership_base
+from ironic_partition.partition import instance_owners
 from ironic_partition.virt import mixin
 
 LOG = logging.getLogger(__name__)
@@ -275,7 +275,8 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
         the same, latest claim round, or a node could be released while
         a report of an older round still lists it.
 
-        :returns: the :class:`~ironic_partition.refresh_result.RefreshResult`,
+        :returns: the
+            :class:`~ironic_partition.partition.refresh_result.RefreshResult`,
             or None when not ready.
         """
         with self._refresh_lock:

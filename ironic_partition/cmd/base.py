@@ -185,8 +185,8 @@ class CommandBase(object):
 
         :param conf: the command's ``ConfigOpts``.
         :param kwargs: more
-            :class:`~ironic_partition.baremetal.IronicClient` arguments.
-        :returns: an :class:`~ironic_partition.baremetal.IronicClient`.
+            :class:`~ironic_partition.ironic.baremetal.IronicClient` arguments.
+        :returns: an :class:`~ironic_partition.ironic.baremetal.IronicClient`.
         """
         manager = getattr(self.app, 'client_manager', None)
         if manager is not None:

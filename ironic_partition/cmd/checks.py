@@ -70,10 +70,9 @@ from oslo_log import log as logging
 
 from ironic_partition import __version__
 from ironic_partition._i18n import _
-from ironic_partition import claim_settings
+from ironic_partition.claims import claim_settings
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
-from ironic_partition import conductor_groups
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import ironic as ironic_conf
 from ironic_partition.conf import partition as partition_conf
@@ -81,9 +80,10 @@ from ironic_partition.db import grants
 from ironic_partition.db import migration
 from ironic_partition import exception
 from ironic_partition.inspection import audit as inspection_audit
+from ironic_partition.ironic import conductor_groups
+from ironic_partition.ironic import node_index
 from ironic_partition.membership import base as membership_base
-from ironic_partition import node_index
-from ironic_partition import readonly
+from ironic_partition.partition import readonly
 from ironic_partition import settings as settings_mod
 
 LOG = logging.getLogger(__name__)

@@ -51,13 +51,13 @@ class Clients(object):
         """An Ironic client on the session osc-lib authenticated.
 
         :param kwargs: more
-            :class:`~ironic_partition.baremetal.IronicClient` arguments.
-        :returns: an :class:`~ironic_partition.baremetal.IronicClient`.
+            :class:`~ironic_partition.ironic.baremetal.IronicClient` arguments.
+        :returns: an :class:`~ironic_partition.ironic.baremetal.IronicClient`.
         """
         # NOTE(ironic-partition): imported here: the OpenStack client
         # loads every plugin module for its help.
-        from ironic_partition import baremetal
         from ironic_partition import exception
+        from ironic_partition.ironic import baremetal
 
         instance = self.instance
         try:

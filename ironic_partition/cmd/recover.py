@@ -14,8 +14,8 @@
 
 """``ironic-partition recover HOST``: a lost compute's servers, moved.
 
-See :mod:`ironic_partition.recovery` for what is proven and changed, and
-the admin guide's "When a compute is lost".
+See :mod:`ironic_partition.recovery.lost_compute` for what is proven and
+changed, and the admin guide's "When a compute is lost".
 
 Without ``--yes`` nothing changes (a dry run), on a terminal or not: the
 command rewrites nova's records of many servers at once, so it never does
@@ -30,9 +30,9 @@ from ironic_partition.cmd import _output
 from ironic_partition.cmd import base as base_cmd
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
-from ironic_partition import nova_records
-from ironic_partition import readonly
-from ironic_partition import recovery
+from ironic_partition.partition import readonly
+from ironic_partition.recovery import lost_compute as recovery
+from ironic_partition.recovery import nova_records
 from ironic_partition import settings as settings_mod
 
 COLUMNS = ('server', 'name', 'node', 'destination', 'result')

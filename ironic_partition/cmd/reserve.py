@@ -32,13 +32,13 @@ import contextlib
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
-from ironic_partition import allocations
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import base as base_cmd
 from ironic_partition import exception
+from ironic_partition.ironic import allocations
 from ironic_partition.membership import base as membership_base
-from ironic_partition import partitioner
-from ironic_partition import readonly
+from ironic_partition.partition import partitioner
+from ironic_partition.partition import readonly
 from ironic_partition import settings as settings_mod
 
 LOG = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ EXIT_RESERVATION_FAILED = 7
 
 @contextlib.contextmanager
 def open_partitioner(conf, role, client=None):
-    """A read-only :class:`~ironic_partition.partitioner.Partitioner`.
+    """A read-only partitioner (:mod:`ironic_partition.partition`).
 
     The membership is read without joining (no heartbeat) and no ownership
     claim is taken or renewed: a CLI run never acts as the service in
@@ -64,7 +64,7 @@ def open_partitioner(conf, role, client=None):
     :returns: a context manager giving the partitioner; the membership is
         closed on exit.
     :raises: ConfigurationError, MembershipError (see
-        :func:`ironic_partition.readonly.open_membership`).
+        :func:`ironic_partition.partition.readonly.open_membership`).
     """
     settings = settings_mod.from_conf(conf)
     if client is None:

@@ -32,13 +32,13 @@ from ironic_partition.cmd import _args
 from ironic_partition.cmd import _output
 from ironic_partition.cmd import _stats
 from ironic_partition.cmd import base as base_cmd
-from ironic_partition import conductor_groups
-from ironic_partition import instance_owners
+from ironic_partition.ironic import conductor_groups
 from ironic_partition.membership import base as membership_base
-from ironic_partition import readonly
+from ironic_partition.partition import instance_owners
+from ironic_partition.partition import readonly
+from ironic_partition.partition import rules
 from ironic_partition.ring import base as ring_base
 from ironic_partition.ring import conductor
-from ironic_partition import rules
 from ironic_partition import settings as settings_mod
 
 LOG = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ Needs no service. It builds the rings the services would build (the same
 and mode), for a set of nodes spread over conductor groups and members, then
 applies an event (members leaving and/or joining) and reports the balance
 before and after, and exactly which nodes move: the moves are
-:func:`ironic_partition.hash_ring.diff` of the two rings.
+:func:`ironic_partition.ring.hash_ring.diff` of the two rings.
 
 Node UUIDs are random but reproducible (``--seed``), or read from a file
 (``--node-file``, one UUID per line). Members are named ``compute-1`` ...
@@ -37,13 +37,13 @@ import uuid
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
-from ironic_partition import balanced_ring
 from ironic_partition.cmd import _output
 from ironic_partition.cmd import _stats
 from ironic_partition.cmd import base as base_cmd
 from ironic_partition import exception
-from ironic_partition import hash_ring
+from ironic_partition.ring import balanced_ring
 from ironic_partition.ring import compute
+from ironic_partition.ring import hash_ring
 
 LOG = logging.getLogger(__name__)
 

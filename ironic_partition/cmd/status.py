@@ -15,11 +15,12 @@
 """``ironic-partition status``: the nodes this host manages, as its service
 sees them.
 
-Runs one refresh of :class:`~ironic_partition.partitioner.Partitioner`
-(the code path of the nova driver and of the agent) with the membership
-read but not joined, and prints: the settings, the peers (live, dead,
-never seen), the managed nodes, and the stranded nodes (instances of
-peers that are not alive) with what to do about them.
+Runs one refresh of
+:class:`~ironic_partition.partition.partitioner.Partitioner` (the code path of
+the nova driver and of the agent) with the membership read but not joined, and
+prints: the settings, the peers (live, dead, never seen), the managed nodes,
+and the stranded nodes (instances of peers that are not alive) with what to do
+about them.
 """
 
 from cliff import columns
@@ -29,11 +30,11 @@ from ironic_partition._i18n import _
 from ironic_partition.cmd import _args
 from ironic_partition.cmd import _output
 from ironic_partition.cmd import base as base_cmd
-from ironic_partition import conductor_groups
-from ironic_partition import instance_owners
+from ironic_partition.ironic import conductor_groups
 from ironic_partition.membership import base as membership_base
-from ironic_partition import partitioner
-from ironic_partition import readonly
+from ironic_partition.partition import instance_owners
+from ironic_partition.partition import partitioner
+from ironic_partition.partition import readonly
 from ironic_partition import settings as settings_mod
 
 LOG = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ def gather(conf, role, instance_hosts=None, progress=None, client=None):
     :param client: the Ironic client; by default the one ``[ironic]``
         configures.
     :returns: a dict with ``settings``, ``conductors``, ``result`` (a
-        :class:`~ironic_partition.refresh_result.RefreshResult`),
+        :class:`~ironic_partition.partition.refresh_result.RefreshResult`),
         ``ring_mode``, ``stranded``, ``instance_hosts``, ``backend`` (its
         status dict), ``role``, ``claims`` (see :func:`read_claims`) and
         ``feed_problem`` (why Ironic's change feed cannot be used, read
@@ -170,8 +171,10 @@ def _stranded(part, result, instance_hosts):
     The instances come from the partitioner's node index, which the
     refresh filled: the group is listed once, never again for these.
 
-    :param part: the :class:`~ironic_partition.partitioner.Partitioner`.
-    :param result: its :class:`~ironic_partition.refresh_result.RefreshResult`.
+    :param part: the
+        :class:`~ironic_partition.partition.partitioner.Partitioner`.
+    :param result: its
+        :class:`~ironic_partition.partition.refresh_result.RefreshResult`.
     :param instance_hosts: instance UUID to host.
     :returns: a list of dicts with ``node``, ``instance``, ``owner`` and
         ``suggested_host`` (the live member the ring maps the node to).

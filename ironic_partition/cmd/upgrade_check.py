@@ -37,7 +37,7 @@ from oslo_log import log as logging
 from oslo_upgradecheck import upgradecheck
 
 from ironic_partition._i18n import _
-from ironic_partition import claim_settings
+from ironic_partition.claims import claim_settings
 from ironic_partition.cmd import _args
 from ironic_partition.cmd import checks
 from ironic_partition import conf as ip_conf
@@ -101,7 +101,7 @@ def consumer_cadence(conf, role):
 
     :param conf: the parsed ``ConfigOpts``.
     :param role: the membership role.
-    :returns: a :data:`~ironic_partition.claim_settings.Cadence`.
+    :returns: a :data:`~ironic_partition.claims.claim_settings.Cadence`.
     """
     if role != membership_base.ROLE_NOVA_COMPUTE:
         return claim_settings.agent_cadence(

@@ -333,7 +333,7 @@ def reread_immutable_options(conf, apply=True):
     directories into a private ``ConfigOpts`` and applies them to ``conf``
     as overrides: inside nova-compute ``partition_key`` and ``peer_list``
     then follow the files on every SIGHUP like the other options, and a
-    changed ``shard`` reaches :meth:`~ironic_partition.partitioner.
+    changed ``shard`` reaches :meth:`~ironic_partition.partition.partitioner.
     Partitioner.reload_settings`, which refuses it (a shard change needs
     a restart).
 

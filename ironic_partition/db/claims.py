@@ -14,9 +14,9 @@
 
 """Queries on the claims table: leases with a fencing epoch.
 
-Claims (``ironic_partition_claims``, see :mod:`ironic_partition.claims`)
-are handled in bulk, a few statements per claim round whatever the number
-of nodes (node UUIDs travel in chunks of
+Claims (``ironic_partition_claims``, see
+:mod:`ironic_partition.claims.manager`) are handled in bulk, a few statements
+per claim round whatever the number of nodes (node UUIDs travel in chunks of
 :data:`~ironic_partition.db._common.CHUNK_SIZE`):
 
 * every write is a conditional ``UPDATE`` (or an ``INSERT`` that ignores

@@ -272,7 +272,7 @@ class Claim(Base):
     (``owner`` becomes NULL), so ``epoch`` only ever grows for a node and
     can serve as a fencing token. A row is deleted only a day (and ten
     leases) after its lease ran out, when no process can still act on its
-    epoch (see :meth:`ironic_partition.claims.ClaimManager.
+    epoch (see :meth:`ironic_partition.claims.manager.ClaimManager.
     collect_garbage`). ``epoch`` is incremented whenever a
     service takes the claim. ``expires_at``, ``claimed_at`` and
     ``updated_at`` are written by the database server's clock; a claim is

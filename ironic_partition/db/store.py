@@ -17,30 +17,30 @@
 A service keeps its services row and its ownership claims in one
 membership database, under one identity (:class:`~ironic_partition.
 identity.Identity`). A :class:`Store` holds both, and is given to the
-membership backend and to the claims (:class:`~ironic_partition.claims.
+membership backend and to the claims (:class:`~ironic_partition.claims.manager.
 ClaimManager`) alike, so that they share one connection pool and one
 incarnation. Whoever builds the store decides who registers the identity
 and heartbeats it: the ``database`` membership backend, or the claims
 when the membership backend keeps no database (``nova``, ``static``).
 """
 
+from ironic_partition.claims import identity as identity_mod
 from ironic_partition.conf import database as database_conf
 from ironic_partition import exception
-from ironic_partition import identity as identity_mod
 
 
 class Store(object):
     """A membership database and this process's identity in it.
 
     :param db: an :class:`ironic_partition.db.api.Connection`.
-    :param identity: this process's :class:`~ironic_partition.identity.
+    :param identity: this process's :class:`~ironic_partition.claims.identity.
         Identity` in ``db``, or None (read-only use, tests).
     """
 
     def __init__(self, db, identity=None):
         #: The :class:`~ironic_partition.db.api.Connection`.
         self.db = db
-        #: This process's :class:`~ironic_partition.identity.Identity`,
+        #: This process's :class:`~ironic_partition.claims.identity.Identity`,
         #: or None.
         self.identity = identity
 

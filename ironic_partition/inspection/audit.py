@@ -15,7 +15,7 @@
 """Audit Ironic's nodes against the inspection hook's map (read-only).
 
 Pure: it takes the node and conductor lists (read by ``ironic-partition
-check`` through :class:`~ironic_partition.baremetal.IronicClient`) and
+check`` through :class:`~ironic_partition.ironic.baremetal.IronicClient`) and
 returns findings. No Ironic import.
 """
 

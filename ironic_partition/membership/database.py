@@ -42,7 +42,7 @@ Faults:
   behind a load balancer that spreads connections): the service closes
   its pooled connections, and :meth:`members` raises
   ``SeveralDatabaseWriters`` if it lasts (see
-  :mod:`ironic_partition.db_writers`).
+  :mod:`ironic_partition.claims.db_writers`).
 """
 
 import random
@@ -52,15 +52,15 @@ import time
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
+from ironic_partition.claims import db_writers
+from ironic_partition.claims import identity as identity_mod
+from ironic_partition.common import periodic
 from ironic_partition import conf as ip_conf
 from ironic_partition.db import grants
 from ironic_partition.db import health
 from ironic_partition.db import store as store_mod
-from ironic_partition import db_writers
 from ironic_partition import exception
-from ironic_partition import identity as identity_mod
 from ironic_partition.membership import base
-from ironic_partition import periodic
 
 LOG = logging.getLogger(__name__)
 
@@ -128,12 +128,12 @@ class DatabaseMembership(base.MembershipBackend):
         #: Whether :meth:`members` also counts the peers that live
         #: services of the partition recorded as counted from outside:
         #: for the CLI, which cannot read nova's service group
-        #: (:func:`~ironic_partition.readonly.open_membership`).
+        #: (:func:`~ironic_partition.partition.readonly.open_membership`).
         self.count_recorded_outside = False
 
     @property
     def identity(self):
-        """This process's :class:`~ironic_partition.identity.Identity`."""
+        """This process's identity (:mod:`ironic_partition.claims`)."""
         return self.store.identity
 
     def _shard_kwargs(self):

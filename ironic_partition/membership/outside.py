@@ -28,7 +28,7 @@ from oslo_log import log as logging
 
 from ironic_partition import exception
 from ironic_partition.membership import base
-from ironic_partition import refresh_result
+from ironic_partition.partition import refresh_result
 
 LOG = logging.getLogger(__name__)
 

@@ -12,9 +12,11 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Ring providers: which hash ring decides who owns a node.
+"""The hash rings, and the providers that decide which one owns a node.
 
-Ownership providers are stevedore plugins in the
+``hash_ring`` is the consistent hash ring, tooz-exact (a drop-in for
+``tooz.hashring.HashRing``), and ``balanced_ring`` the opt-in ring with
+bounded loads. Ownership providers are stevedore plugins in the
 :data:`ironic_partition.ring.base.RING_PROVIDER_NAMESPACE` namespace, chosen
 by ``[ironic_partition] ring_provider``; load the configured one with
 :func:`ironic_partition.ring.base.from_settings`. Ironic's conductor rings

@@ -16,11 +16,11 @@
 
 The ownership ring provider is the one ``[ironic_partition] ring_provider``
 names in :data:`RING_PROVIDER_NAMESPACE`; :func:`from_settings` loads it as
-:class:`~ironic_partition.partitioner.Partitioner` and the ``ring`` command
-use it. A provider in that namespace is built with the keyword arguments
-``members_fn`` (``members_fn(partition_key)`` returns the live members, as
-host names or an object with a ``live`` attribute), ``partitions`` and
-``mode``, and implements :meth:`RingProvider.get_ring` with the ``keys``
+:class:`~ironic_partition.partition.partitioner.Partitioner` and the ``ring``
+command use it. A provider in that namespace is built with the keyword
+arguments ``members_fn`` (``members_fn(partition_key)`` returns the live
+members, as host names or an object with a ``live`` attribute), ``partitions``
+and ``mode``, and implements :meth:`RingProvider.get_ring` with the ``keys``
 argument and :meth:`RingProvider.reset`.
 """
 
@@ -31,10 +31,10 @@ import stevedore
 from stevedore import driver as stevedore_driver
 
 from ironic_partition._i18n import _
-from ironic_partition import balanced_ring
 from ironic_partition.conf import partition as partition_conf
 from ironic_partition import exception
-from ironic_partition import hash_ring
+from ironic_partition.ring import balanced_ring
+from ironic_partition.ring import hash_ring
 
 LOG = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class RingProvider(object, metaclass=abc.ABCMeta):
 
         :param members: iterable of member names.
         :param keys: the key set, used (and required) by the balanced mode.
-        :returns: a :class:`~ironic_partition.hash_ring.HashRing`.
+        :returns: a :class:`~ironic_partition.ring.hash_ring.HashRing`.
         :raises: ValueError when the balanced mode gets no keys.
         """
         if self.mode == 'balanced':
@@ -105,7 +105,7 @@ class RingProvider(object, metaclass=abc.ABCMeta):
         every service of the partition sees the same set (a node gaining or
         losing an instance changes nothing). Nodes listed only because one
         of this service's instances is on them while they are outside the
-        conductor group (see :meth:`~ironic_partition.partitioner.
+        conductor group (see :meth:`~ironic_partition.partition.partitioner.
         Partitioner.refresh`) are left out: other services do not list them.
 
         :param nodes: node records with ``id`` and ``conductor_group``.
@@ -126,7 +126,7 @@ class RingProvider(object, metaclass=abc.ABCMeta):
         :param key: provider-specific ring key (the partition key for the
             compute provider).
         :param keys: the key set of a balanced ring (:meth:`ring_keys`).
-        :returns: a :class:`~ironic_partition.hash_ring.HashRing`.
+        :returns: a :class:`~ironic_partition.ring.hash_ring.HashRing`.
         """
 
     @abc.abstractmethod
@@ -169,7 +169,7 @@ def from_settings(settings, members_fn, claims=True):
     :param members_fn: ``members_fn(partition_key)`` returning the live
         members of a partition.
     :param claims: whether ownership claims are on for this service
-        (:func:`ironic_partition.claim_settings.wanted`); the balanced
+        (:func:`ironic_partition.claims.claim_settings.wanted`); the balanced
         mode needs them.
     :returns: a :class:`RingProvider` built with ``members_fn``,
         ``partitions=2**partition_exponent`` and ``mode=ring_mode``.

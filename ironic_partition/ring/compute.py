@@ -30,10 +30,10 @@ import threading
 
 from oslo_log import log as logging
 
-from ironic_partition import balanced_ring
 from ironic_partition import conf as ip_conf
-from ironic_partition import hash_ring
+from ironic_partition.ring import balanced_ring
 from ironic_partition.ring import base
+from ironic_partition.ring import hash_ring
 
 LOG = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ class ComputeRingProvider(base.RingProvider):
 
         :param key: the partition key.
         :param keys: the node key set, for the balanced mode.
-        :returns: a :class:`~ironic_partition.hash_ring.HashRing`.
+        :returns: a :class:`~ironic_partition.ring.hash_ring.HashRing`.
         """
         members = self.members(key)
         keyset = frozenset(keys) if (keys is not None

@@ -45,11 +45,11 @@ import time
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
-from ironic_partition import balanced_ring
-from ironic_partition import baremetal
 from ironic_partition import exception
-from ironic_partition import hash_ring
+from ironic_partition.ironic import baremetal
+from ironic_partition.ring import balanced_ring
 from ironic_partition.ring import base
+from ironic_partition.ring import hash_ring
 
 LOG = logging.getLogger(__name__)
 
@@ -113,7 +113,8 @@ class ConductorRingProvider(base.RingProvider):
     The ``ring --conductors`` command builds it directly.
 
     :param connection: an openstacksdk ``Connection``; conductors are read
-        through :meth:`ironic_partition.baremetal.IronicClient.list_conductors`
+        through
+        :meth:`ironic_partition.ironic.baremetal.IronicClient.list_conductors`
         (``GET /v1/conductors?detail=True``).
     :param conductors: a list of conductor dicts, used when ``connection``
         is None; or a callable returning such a list.
@@ -213,7 +214,7 @@ class ConductorRingProvider(base.RingProvider):
 
         :param key: ``"<group>:<hardware type>"`` (or the hardware type
             without groups).
-        :returns: a :class:`~ironic_partition.hash_ring.HashRing`.
+        :returns: a :class:`~ironic_partition.ring.hash_ring.HashRing`.
         :raises: UnknownRingKey if no alive conductor serves the key.
         """
         ring = self.rings().get(key)
@@ -237,7 +238,7 @@ class ConductorRingProvider(base.RingProvider):
 
         :param driver: the hardware type.
         :param conductor_group: the conductor group.
-        :returns: a :class:`~ironic_partition.hash_ring.HashRing`.
+        :returns: a :class:`~ironic_partition.ring.hash_ring.HashRing`.
         :raises: UnknownRingKey.
         """
         return self.get_ring(ring_key(driver, conductor_group,

@@ -67,7 +67,7 @@ _NOT_READY_RE = re.compile(r'Virt driver is not ready\.')
 _MARK_RE = re.compile(r'^--- harness: (\w+).* at (\d+\.\d+)$')
 _REQUEST_RE = re.compile(r' \[\S+ (req-[0-9a-f-]+) ')
 #: Our driver's refresh result: nova got a node list (maybe empty).
-_LISTED_RE = re.compile(r'ironic_partition\.partitioner \[\S+ '
+_LISTED_RE = re.compile(r'ironic_partition\.partition\.partitioner \[\S+ '
                         r'(req-[0-9a-f-]+) [^\]]*\] Refresh: managing '
                         r'(\d+) of ')
 

@@ -21,7 +21,7 @@ ring give it, none by two, none whose instance's owner is not live.
 
 import collections
 
-from ironic_partition import hash_ring
+from ironic_partition.ring import hash_ring
 
 
 def expected_split(nodes, members_by_group, instance_owner):

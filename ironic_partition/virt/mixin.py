@@ -15,8 +15,8 @@
 """A mixin that gives an Ironic virt driver safe partitioning.
 
 :class:`PartitionMixin` holds no nova code: it wires a
-:class:`~ironic_partition.partitioner.Partitioner` (the code path the agent
-and the CLI share) into any driver that keeps a node cache. A driver:
+:class:`~ironic_partition.partition.partitioner.Partitioner` (the code path the
+agent and the CLI share) into any driver that keeps a node cache. A driver:
 
 1. calls :meth:`PartitionMixin.partition_setup` from its constructor;
 2. calls :meth:`PartitionMixin.partition_start` when its service starts
@@ -39,13 +39,13 @@ import threading
 
 from oslo_log import log as logging
 
-from ironic_partition import claim_settings
+from ironic_partition.claims import claim_settings
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import partition as partition_conf
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
 from ironic_partition import metrics
-from ironic_partition import partitioner
+from ironic_partition.partition import partitioner
 from ironic_partition import settings as settings_mod
 
 LOG = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class PartitionMixin(object):
     """Partition an Ironic fleet among the services of one role.
 
     The node cache is :attr:`partition_nodes`: a dict of node UUID to a
-    slim, read-only :class:`~ironic_partition.baremetal.Node` record.
+    slim, read-only :class:`~ironic_partition.ironic.baremetal.Node` record.
     """
 
     #: The membership role of the services sharing a ring.
@@ -74,8 +74,8 @@ class PartitionMixin(object):
         """How this driver's consumer refreshes and acts on a result.
 
         :param conf: the service's ``ConfigOpts``.
-        :returns: a :data:`~ironic_partition.claim_settings.Cadence`; the
-            agent's (every ``refresh_interval``, told of a fence at once)
+        :returns: a :data:`~ironic_partition.claims.claim_settings.Cadence`;
+            the agent's (every ``refresh_interval``, told of a fence at once)
             here.
         """
         return claim_settings.agent_cadence(
@@ -87,7 +87,7 @@ class PartitionMixin(object):
         :param settings: the :class:`~ironic_partition.settings.Settings`.
         :param membership: the membership backend in use.
         :returns: an object with a membership backend's ``members()``
-            (:class:`~ironic_partition.partitioner.Partitioner`'s
+            (:class:`~ironic_partition.partition.partitioner.Partitioner`'s
             ``outside``), or None: the membership alone (here).
         """
         return None
@@ -112,8 +112,9 @@ class PartitionMixin(object):
         :param conf: the service's ``ConfigOpts``; our options are
             registered on it (nova's ``[ironic]`` options are kept when
             present).
-        :param client: an :class:`~ironic_partition.baremetal.IronicClient`;
-            built from ``conf``'s ``[ironic]`` options by default.
+        :param client: an
+            :class:`~ironic_partition.ironic.baremetal.IronicClient`; built
+            from ``conf``'s ``[ironic]`` options by default.
         :param membership: a membership backend; loaded from
             ``[ironic_partition] membership_backend`` by default.
         :param version: this service's version, recorded by the database
@@ -266,7 +267,8 @@ class PartitionMixin(object):
             spawned during a long listing is not missed).
         :param instance_hosts: optional mapping of instance UUID to its
             owner's host, to report stranded nodes.
-        :returns: the :class:`~ironic_partition.refresh_result.RefreshResult`.
+        :returns: the
+            :class:`~ironic_partition.partition.refresh_result.RefreshResult`.
         :raises: what :meth:`partition_not_ready` returns, when Ironic or
             the membership is unavailable. The node cache then keeps the
             last good partition, for status reporting only.

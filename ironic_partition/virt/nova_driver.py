@@ -26,7 +26,7 @@ What changes against nova's driver:
 
 * nova's tooz ring and its ``peer_list`` check (``_refresh_hash_ring``,
   ``_check_peer_list``) are replaced by the
-  :class:`~ironic_partition.partitioner.Partitioner`: the same
+  :class:`~ironic_partition.partition.partitioner.Partitioner`: the same
   node-to-host mapping, host names compared ignoring case, members from
   ``[ironic_partition] membership_backend`` (``nova`` reads nova's own
   service group, as nova does).
@@ -86,7 +86,7 @@ from oslo_utils import timeutils
 
 from ironic_partition import __version__
 from ironic_partition._i18n import _
-from ironic_partition import claim_settings
+from ironic_partition.claims import claim_settings
 from ironic_partition.cmd import _errors
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
@@ -202,7 +202,7 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         run, so a fence must come that long before the lease runs out.
 
         :param conf: nova's ``ConfigOpts``.
-        :returns: a :data:`~ironic_partition.claim_settings.Cadence`.
+        :returns: a :data:`~ironic_partition.claims.claim_settings.Cadence`.
         """
         interval = getattr(conf, 'update_resources_interval', 0) or 0
         if interval <= 0:

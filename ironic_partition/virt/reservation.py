@@ -18,17 +18,17 @@ A mixin for :class:`~ironic_partition.virt.nova_driver.
 IronicPartitionDriver`, ahead of nova's ``IronicDriver`` in its bases: it
 replaces nova's ``_set_instance_id`` (the ``instance_uuid`` PATCH that
 reserves a node for a build) with a write bounded by
-:class:`~ironic_partition.write_guard.WriteGuard`. Imports nova, like the
-driver.
+:class:`~ironic_partition.claims.write_guard.WriteGuard`. Imports nova, like
+the driver.
 """
 
 from nova import exception as nova_exception
 from openstack import exceptions as sdk_exc
 from oslo_log import log as logging
 
+from ironic_partition.claims import write_guard
 from ironic_partition.cmd import _errors
 from ironic_partition import exception
-from ironic_partition import write_guard
 
 LOG = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class ProvenReservation(object):
 
     @property
     def _write_guard(self):
-        """The :class:`~ironic_partition.write_guard.WriteGuard`, or None.
+        """The claims' ``WriteGuard``, or None.
 
         None when claims are off: nothing to prove a write against.
         """
@@ -62,7 +62,7 @@ class ProvenReservation(object):
         another instance is set), made only with the claim proven by the
         database's clock to outlive it, with a timeout that ends before
         the claim can run out, and confirmed after it (see
-        :mod:`ironic_partition.write_guard`). A claim not proven refuses
+        :mod:`ironic_partition.claims.write_guard`). A claim not proven refuses
         the build before any write; a write that did not land under the
         proven claim (too late, failed, the claim moved meanwhile) is
         undone while the node still names this instance. Either way

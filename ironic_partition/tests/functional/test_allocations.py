@@ -16,9 +16,9 @@
 
 Each test starts its own Ironic (one conductor in ``rack1``, one in
 ``rack2``, on PostgreSQL) with fake-hardware nodes in ``available``, runs
-real :class:`~ironic_partition.partitioner.Partitioner` objects (static
-membership) against it, and ends by listing every allocation Ironic has:
-none may be left behind, whatever path was taken.
+real :class:`~ironic_partition.partition.partitioner.Partitioner` objects
+(static membership) against it, and ends by listing every allocation Ironic
+has: none may be left behind, whatever path was taken.
 
 Small sets of nodes go through the API and the provision state machine
 (``harness.make_available``: about 0.35 s a node with 8 workers, plus a
@@ -41,12 +41,12 @@ from openstack import exceptions as sdk_exc
 from oslo_config import cfg
 from oslotest import base
 
-from ironic_partition import allocations
 from ironic_partition.cmd import reserve as reserve_cmd
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
+from ironic_partition.ironic import allocations
 from ironic_partition.membership import static
-from ironic_partition import partitioner
+from ironic_partition.partition import partitioner
 from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness
 from ironic_partition.testing import cli as harness_cli

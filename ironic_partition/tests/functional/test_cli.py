@@ -37,7 +37,7 @@ from oslotest import base
 
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import simulate
-from ironic_partition import hash_ring
+from ironic_partition.ring import hash_ring
 from ironic_partition import testing as harness
 from ironic_partition.testing import cli as harness_cli
 from ironic_partition.testing import db as harness_db

@@ -59,7 +59,7 @@ reconnected when they saw the others write through node0.
 import re
 import time
 
-from ironic_partition import db_writers
+from ironic_partition.claims import db_writers
 from ironic_partition import testing as harness
 from ironic_partition.testing import agents as agents_mod
 from ironic_partition.testing import db as harness_db

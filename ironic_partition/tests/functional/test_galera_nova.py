@@ -29,7 +29,7 @@ The computes' claims are nova's automatic ones for that cadence
 of 10 s (the largest of ``service_down_time``, two intervals and
 ``ceil((4 + 3) / 0.9)`` = 8), a fencing margin of 5 s (nova's hold of one
 interval, 4 s, plus a tenth of the lease), renewals every 1.67 s. The
-clock watch (:mod:`ironic_partition.db_clock`) tolerates, unwidened, a
+clock watch (:mod:`ironic_partition.claims.db_clock`) tolerates, unwidened, a
 difference between the database nodes' clocks of the margin less the hold
 less 0.05 s: 0.95 s. (It accepts up to 3.45 s once seen, widening the
 margin to the hold plus the difference plus 0.05 s while at least half of
@@ -92,8 +92,8 @@ import time
 
 from testtools import content
 
-from ironic_partition import claim_settings
-from ironic_partition import db_clock
+from ironic_partition.claims import claim_settings
+from ironic_partition.claims import db_clock
 from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness
 from ironic_partition.testing import db as harness_db

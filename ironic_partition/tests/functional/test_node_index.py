@@ -30,8 +30,8 @@ import uuid
 from openstack import exceptions as sdk_exc
 from oslotest import base
 
-from ironic_partition import baremetal
-from ironic_partition import node_index
+from ironic_partition.ironic import baremetal
+from ironic_partition.ironic import node_index
 from ironic_partition import testing as harness
 from ironic_partition.tests.functional import test_cli
 

@@ -27,7 +27,7 @@ from oslotest import base
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import static
-from ironic_partition import partitioner
+from ironic_partition.partition import partitioner
 from ironic_partition.ring import conductor
 from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness

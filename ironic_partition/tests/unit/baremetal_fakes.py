@@ -16,7 +16,7 @@
 
 from concurrent import futures
 
-from ironic_partition import change_feed
+from ironic_partition.ironic import change_feed
 
 
 class SynchronousExecutor(object):
@@ -36,8 +36,8 @@ class FullListingMixin(object):
     """Serves ``list_nodes()`` as one page of a full listing.
 
     The fake has no change feed, so a
-    :class:`~ironic_partition.node_index.NodeIndex` lists in full at every
-    refresh, as before the change feed existed.
+    :class:`~ironic_partition.ironic.node_index.NodeIndex` lists in full at
+    every refresh, as before the change feed existed.
     """
 
     page_size = 1000

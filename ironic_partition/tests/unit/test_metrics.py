@@ -23,13 +23,13 @@ import fixtures
 import prometheus_client as prom
 from prometheus_client.parser import text_string_to_metric_families
 
-from ironic_partition import db_clock
+from ironic_partition.claims import db_clock
 from ironic_partition import exception
 from ironic_partition.membership import outside
 from ironic_partition import metrics
 from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
-from ironic_partition.tests.unit import test_partitioner as fakes
+from ironic_partition.tests.unit.partition import test_partitioner as fakes
 from ironic_partition.tests.unit.virt import test_mixin
 
 RACK1 = {'host': 'cn1', 'conductor_group': 'rack1', 'shard': '(none)'}

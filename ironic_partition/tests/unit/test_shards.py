@@ -21,17 +21,17 @@ import uuid
 import fixtures
 from oslo_config import cfg
 
-from ironic_partition import baremetal
 from ironic_partition.cmd import checks
 from ironic_partition.cmd import simulate
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import opts
 from ironic_partition import exception
+from ironic_partition.ironic import baremetal
 from ironic_partition.membership import base as mbase
-from ironic_partition import partitioner
+from ironic_partition.partition import partitioner
 from ironic_partition.tests import base
 from ironic_partition.tests.unit import baremetal_fakes
-from ironic_partition.tests.unit import test_baremetal
+from ironic_partition.tests.unit.ironic import test_baremetal
 
 
 class TestShardSettings(base.TestCase):

@@ -31,7 +31,7 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 
-from ironic_partition import claims
+from ironic_partition.claims import manager as claims
 from ironic_partition.db import api as db_api
 from ironic_partition.db import models
 from ironic_partition.db import store

@@ -18,7 +18,7 @@ import uuid
 
 from cliff import columns
 
-from ironic_partition import baremetal
+from ironic_partition.ironic import baremetal
 from ironic_partition.membership import base as mbase
 from ironic_partition.tests.unit import baremetal_fakes
 
@@ -37,7 +37,7 @@ def nodes(count, group='rack1', instances=None, start=0):
     :param group: their conductor group.
     :param instances: index -> instance UUID.
     :param start: the first index (UUIDs are derived from it).
-    :returns: a list of :class:`~ironic_partition.baremetal.Node`.
+    :returns: a list of :class:`~ironic_partition.ironic.baremetal.Node`.
     """
     instances = instances or {}
     return [baremetal.Node(id=str(uuid.UUID(int=i + 1)),

@@ -20,20 +20,20 @@ from unittest import mock
 
 import fixtures
 
-from ironic_partition import baremetal
-from ironic_partition import change_feed
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import check
 from ironic_partition.cmd import checks
 from ironic_partition.cmd import ring
 from ironic_partition.cmd import status
 from ironic_partition import exception
-from ironic_partition import hash_ring
-from ironic_partition import readonly
+from ironic_partition.ironic import baremetal
+from ironic_partition.ironic import change_feed
+from ironic_partition.partition import readonly
+from ironic_partition.ring import hash_ring
 from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
 from ironic_partition.tests.unit.cmd import fakes
-from ironic_partition.tests.unit import test_node_index
+from ironic_partition.tests.unit.ironic import test_node_index
 
 
 REAL_CLIENT = baremetal.IronicClient

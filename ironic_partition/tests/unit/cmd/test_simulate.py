@@ -17,11 +17,11 @@
 
 import tooz.hashring
 
-from ironic_partition import balanced_ring
 from ironic_partition.cmd import _stats
 from ironic_partition.cmd import simulate
 from ironic_partition import exception
-from ironic_partition import hash_ring
+from ironic_partition.ring import balanced_ring
+from ironic_partition.ring import hash_ring
 from ironic_partition.tests import base
 
 

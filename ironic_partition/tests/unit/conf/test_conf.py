@@ -252,7 +252,7 @@ class TestNovaServiceDownTime(base.TestCase):
 class TestClaimsOffInsideNova(base.TestCase):
 
     def test_nova_membership_warns_naming_claims_database(self):
-        from ironic_partition import claims
+        from ironic_partition.claims import manager as claims
         logger = self.useFixture(fixtures.FakeLogger(
             level='INFO', format='%(levelname)s %(message)s'))
         for backend, level in (('nova', 'WARNING'), ('static', 'INFO')):

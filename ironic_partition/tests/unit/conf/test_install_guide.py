@@ -22,7 +22,7 @@ from oslo_config import cfg
 from oslotest import base
 import sqlalchemy.engine
 
-from ironic_partition import claim_settings
+from ironic_partition.claims import claim_settings
 from ironic_partition.cmd import base as cmd_base
 from ironic_partition.cmd import upgrade_check
 from ironic_partition import conf as ip_conf

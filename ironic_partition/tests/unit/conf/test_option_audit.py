@@ -36,7 +36,7 @@ from ironic_partition.membership import database
 from ironic_partition.membership import static
 from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base
-from ironic_partition.tests.unit import test_partitioner
+from ironic_partition.tests.unit.partition import test_partitioner
 from ironic_partition.tests.unit.virt import test_mixin
 
 _U = 'ironic_partition.tests.unit.'

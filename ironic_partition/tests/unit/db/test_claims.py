@@ -23,7 +23,7 @@ from oslo_config import cfg
 from oslotest import base as test_base
 import sqlalchemy as sa
 
-from ironic_partition import claims
+from ironic_partition.claims import manager as claims
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import _common

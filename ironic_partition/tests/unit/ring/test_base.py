@@ -21,17 +21,17 @@ from oslotest import base
 from stevedore import driver as stevedore_driver
 from stevedore import extension
 
-from ironic_partition import balanced_ring
-from ironic_partition import baremetal
 from ironic_partition import exception
-from ironic_partition import hash_ring
-from ironic_partition import partitioner
+from ironic_partition.ironic import baremetal
+from ironic_partition.partition import partitioner
+from ironic_partition.ring import balanced_ring
 from ironic_partition.ring import base as ring_base
 from ironic_partition.ring import compute
 from ironic_partition.ring import conductor
+from ironic_partition.ring import hash_ring
 from ironic_partition import settings as settings_mod
 from ironic_partition.tests import base as test_base
-from ironic_partition.tests.unit import test_partitioner
+from ironic_partition.tests.unit.partition import test_partitioner
 
 
 class GetProviderTestCase(base.BaseTestCase):

@@ -18,9 +18,9 @@ import uuid
 
 from oslotest import base
 
-from ironic_partition import balanced_ring
-from ironic_partition import hash_ring
+from ironic_partition.ring import balanced_ring
 from ironic_partition.ring import compute
+from ironic_partition.ring import hash_ring
 
 try:
     from tooz import hashring as tooz_hashring

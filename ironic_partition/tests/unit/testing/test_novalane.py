@@ -93,8 +93,9 @@ class TestHolds(base.TestCase):
                 '[None req-5b - - - - - -] Running periodic task '
                 'ComputeManager.update_available_resource run_periodic_tasks'
                 '\n2026-11-27 11:22:56.295 7 INFO '
-                'ironic_partition.partitioner [None req-5b - - - - - -] '
-                'Refresh: managing 0 of 1000 nodes of partition \'rack1\''
+                'ironic_partition.partition.partitioner '
+                '[None req-5b - - - - - -] Refresh: managing 0 of 1000 nodes '
+                'of partition \'rack1\''
                 '\n')
         events = novalane.parse_compute_log(path)
         self.assertEqual([('run', 'req-5b'), ('listed_none', 'req-5b')],

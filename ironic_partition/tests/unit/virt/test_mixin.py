@@ -21,7 +21,7 @@ from oslo_config import cfg
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.tests import base
-from ironic_partition.tests.unit import test_partitioner as fakes
+from ironic_partition.tests.unit.partition import test_partitioner as fakes
 from ironic_partition.virt import mixin
 
 

@@ -27,7 +27,7 @@ from nova import exception as nova_exception
 from openstack import exceptions as sdk_exc
 import requests
 
-from ironic_partition.tests.unit import test_claims
+from ironic_partition.tests.unit.claims import test_manager as test_claims
 from ironic_partition.virt import reservation
 
 NODE = test_claims._ids(1)[0]

@@ -1,0 +1,124 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The database clock watch: steps, drift, the margin and the refusal."""
+
+import datetime
+
+from ironic_partition.claims import db_clock
+from ironic_partition.tests import base
+
+T0 = datetime.datetime(2026, 11, 27, tzinfo=datetime.timezone.utc)
+
+
+def at(seconds):
+    return T0 + datetime.timedelta(seconds=seconds)
+
+
+class TestClockWatch(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.watch = db_clock.ClockWatch(fencing_margin=6, lease_time=60)
+
+    def test_one_server_shows_no_step(self):
+        # The server clock and the local one advance together; the
+        # statement's round trip varies.
+        for i, rtt in enumerate((0.001, 0.2, 0.01, 0.3)):
+            local = 100.0 + 60 * i
+            self.assertIsNone(self.watch.sample(at(60 * i + rtt / 2),
+                                                local, local + rtt))
+        self.assertEqual(0.0, self.watch.difference)
+        self.assertEqual(6.0, self.watch.margin())
+        self.assertIsNone(self.watch.problem())
+
+    def test_ntp_slew_is_not_a_step(self):
+        # 500 ppm over 600 s is 0.3 s: drift, not a step.
+        self.watch.sample(at(0), 100.0, 100.001)
+        self.assertIsNone(self.watch.sample(at(600.3), 700.0, 700.001))
+
+    def test_failover_to_a_node_ahead_and_back(self):
+        self.watch.sample(at(0), 100.0, 100.002, 'db1:3306')
+        step = self.watch.sample(at(60 + 8), 160.0, 160.002, 'db2:3306')
+        self.assertEqual(db_clock.STEP, step.kind)
+        self.assertAlmostEqual(8.0, step.seconds, places=3)
+        self.assertAlmostEqual(8.0 + db_clock.BASE_ALLOWANCE,
+                               self.watch.margin(), places=3)
+        step = self.watch.sample(at(120), 220.0, 220.002, 'db1:3306')
+        self.assertAlmostEqual(-8.0, step.seconds, places=3)
+        self.assertEqual(2, self.watch.steps)
+        self.assertAlmostEqual(8.0, self.watch.difference, places=3)
+        self.assertIsNone(self.watch.problem())
+
+    def test_a_step_within_the_margin_keeps_the_margin(self):
+        self.watch.sample(at(0), 100.0, 100.002, 'db1:3306')
+        self.assertIsNotNone(self.watch.sample(at(62), 160.0, 160.002,
+                                               'db2:3306'))
+        self.assertEqual(6.0, self.watch.margin())
+
+    def test_a_difference_the_lease_cannot_cover_is_refused(self):
+        # Three nodes, each 27 s (and then 28 s) ahead of the last.
+        # Widened to 27 s, the margin leaves 33 s of the 54 s window: it
+        # still works. The third node is 54.95 s ahead of the first:
+        # a margin to cover that would leave less than half the window.
+        self.watch.sample(at(0), 100.0, 100.002, 'db1:3306')
+        self.watch.sample(at(60 + 26.95), 160.0, 160.002, 'db2:3306')
+        self.assertIsNone(self.watch.problem())
+        self.watch.sample(at(120 + 26.95 + 28), 220.0, 220.002, 'db3:3306')
+        problem = self.watch.problem()
+        self.assertIn('differed by 55.0 s', problem)
+        self.assertIn('[ironic_partition] lease_time (60.0 s) and '
+                      'fencing_margin (6.0 s)', problem)
+        self.assertIn('within 5.95 s of each other', problem)
+
+    def test_the_consumer_hold_is_not_for_clock_steps(self):
+        # Inside nova: a 120 s lease, a 72 s margin of which 60 s are
+        # nova's hold. 12 s of clock difference fit; a 15 s step widens
+        # the margin to 75 s.
+        watch = db_clock.ClockWatch(fencing_margin=72, lease_time=120,
+                                    hold=60)
+        self.assertAlmostEqual(11.95, watch.tolerance())
+        watch.sample(at(0), 100.0, 100.0, 'db1:3306')
+        watch.sample(at(60 + 15), 160.0, 160.0, 'db2:3306')
+        self.assertAlmostEqual(75.0 + db_clock.BASE_ALLOWANCE,
+                               watch.margin())
+        self.assertIsNone(watch.problem())
+
+    def test_a_local_stall_is_not_a_database_step(self):
+        # This VM stood still 60 s with its clocks frozen: the server's
+        # clock is 60 s ahead of the lease clock at the next round, read
+        # from the same database node. A stall: no widened margin, no
+        # refusal, no database blamed.
+        self.watch.sample(at(0), 100.0, 100.002, 'db1:3306')
+        jump = self.watch.sample(at(60 + 60), 160.0, 160.002, 'db1:3306')
+        self.assertEqual(db_clock.STALL, jump.kind)
+        self.assertAlmostEqual(60.0, jump.seconds, places=3)
+        self.assertEqual((1, 0), (self.watch.stalls, self.watch.steps))
+        self.assertEqual(0.0, self.watch.difference)
+        self.assertEqual(6.0, self.watch.margin())
+        self.assertIsNone(self.watch.problem())
+        # Where the database cannot name its node (PostgreSQL: one
+        # writer), the same.
+        watch = db_clock.ClockWatch(fencing_margin=6, lease_time=60)
+        watch.sample(at(0), 100.0, 100.002)
+        self.assertEqual(db_clock.STALL,
+                         watch.sample(at(120), 160.0, 160.002).kind)
+        self.assertIsNone(watch.problem())
+
+    def test_a_backward_jump_on_one_node_is_a_step(self):
+        # The server's clock stepped back: no local stall does that.
+        self.watch.sample(at(0), 100.0, 100.002, 'db1:3306')
+        jump = self.watch.sample(at(50), 160.0, 160.002, 'db1:3306')
+        self.assertEqual(db_clock.STEP, jump.kind)
+        self.assertAlmostEqual(10.0, self.watch.difference, places=3)
