@@ -56,8 +56,8 @@ import sys
 import time
 
 from ironic_partition import testing as harness
-from ironic_partition.testing import nova as harness_nova
-from ironic_partition.testing import novalane
+from ironic_partition.testing.lanes import novalane
+from ironic_partition.testing.services import nova as harness_nova
 import nova_lane_bench
 import servers_bench
 

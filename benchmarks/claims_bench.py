@@ -62,7 +62,7 @@ from ironic_partition.db import models
 from ironic_partition.db import store
 from ironic_partition.partition import rules
 from ironic_partition.ring import hash_ring
-from ironic_partition.testing import db as harness_db
+from ironic_partition.testing.services import db as harness_db
 
 ROLE = 'nova-compute'
 

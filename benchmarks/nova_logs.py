@@ -23,7 +23,7 @@ One resource-tracker pass of a compute (:class:`Pass`, from
 
 import re
 
-from ironic_partition.testing import novalane
+from ironic_partition.testing.lanes import novalane
 REQ_RE = re.compile(r'\[(\S+) (req-[0-9a-f-]+)')
 RUN_RE = re.compile(
     r'Running periodic task ComputeManager\.update_available_resource')

@@ -32,7 +32,7 @@ its default configuration) with ``update_resources_interval`` at
 3. SIGCONTs it: its pass goes on with the list it took before the pause;
    then waits for the three computes' complete report;
 4. reports the node-seconds during which two computes held a node
-   (:func:`ironic_partition.testing.novalane.double_held`), the moves and
+   (:func:`ironic_partition.testing.lanes.novalane.double_held`), the moves and
    the damage (rows or providers deleted), and every node that
    ``get_available_resource`` refused, with or without a reason logged
    (nova's "Error updating resources for node" with the driver's reason in
@@ -56,8 +56,8 @@ import sys
 import time
 
 from ironic_partition import testing as harness
-from ironic_partition.testing import nova as harness_nova
-from ironic_partition.testing import novalane
+from ironic_partition.testing.lanes import novalane
+from ironic_partition.testing.services import nova as harness_nova
 import nova_lane_bench
 import nova_logs
 import nova_scale_bench

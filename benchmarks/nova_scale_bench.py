@@ -42,7 +42,7 @@ measures:
    report to the SIGKILL;
 3. failover: SIGKILL of cn3, time to a complete report over cn1 and cn2,
    rows and providers deleted or re-created, node-seconds held by two
-   computes (:func:`ironic_partition.testing.novalane.double_held`);
+   computes (:func:`ironic_partition.testing.lanes.novalane.double_held`);
 4. restart of cn3: time to a complete report over the three, moves;
 5. VmRSS of each nova-compute and of placement (process groups) at the
    end of start-up and after the steady passes.
@@ -76,8 +76,8 @@ import time
 import uuid
 
 from ironic_partition import testing as harness
-from ironic_partition.testing import nova as harness_nova
-from ironic_partition.testing import novalane
+from ironic_partition.testing.lanes import novalane
+from ironic_partition.testing.services import nova as harness_nova
 import nova_lane_bench
 import nova_logs
 import nova_scale_report

@@ -49,10 +49,10 @@ import sys
 import time
 
 from ironic_partition import testing as harness
-from ironic_partition.testing import cli as harness_cli
-from ironic_partition.testing import nova as harness_nova
-from ironic_partition.testing import novalane
+from ironic_partition.testing.commands import cli as harness_cli
+from ironic_partition.testing.lanes import novalane
 from ironic_partition.testing import process as harness_process
+from ironic_partition.testing.services import nova as harness_nova
 import nova_lane_bench
 import servers_bench
 

@@ -66,7 +66,7 @@ import sqlalchemy
 from ironic_partition.db import api as db_api
 from ironic_partition.ironic import baremetal
 from ironic_partition import testing as harness
-from ironic_partition.testing import db as harness_db
+from ironic_partition.testing.services import db as harness_db
 import scale_worker
 
 HOSTS = scale_worker.HOSTS

@@ -74,7 +74,7 @@ class HttpMeter(object):
 
 def worker(args):
     """Serve commands on stdin, one JSON answer per line on stdout."""
-    from ironic_partition.testing import nova_env
+    from ironic_partition.testing.services import nova_env
     from nova.virt import driver as virt_driver
     from nova.virt.ironic import driver as ironic_driver
 

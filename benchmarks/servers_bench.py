@@ -48,12 +48,12 @@ import threading
 import time
 
 from ironic_partition import testing as harness
-from ironic_partition.testing import glance as harness_glance
-from ironic_partition.testing import neutron as harness_neutron
-from ironic_partition.testing import nova as harness_nova
-from ironic_partition.testing import nova_api as harness_api
-from ironic_partition.testing import novalane
-from ironic_partition.testing import servers as harness_servers
+from ironic_partition.testing.lanes import novalane
+from ironic_partition.testing.lanes import servers as harness_servers
+from ironic_partition.testing.services import glance as harness_glance
+from ironic_partition.testing.services import neutron as harness_neutron
+from ironic_partition.testing.services import nova as harness_nova
+from ironic_partition.testing.services import nova_api as harness_api
 import nova_lane_bench
 
 LOG = logging.getLogger('servers_bench')
@@ -183,7 +183,7 @@ def deployed(ironic, glance, neutron, hosts, driver, **kwargs):
 
     :param hosts: the computes started.
     :param driver: nova's ``compute_driver``.
-    :param kwargs: more :class:`~ironic_partition.testing.nova.
+    :param kwargs: more :class:`~ironic_partition.testing.services.nova.
         NovaFixture` arguments.
     :returns: a context manager giving ``(nova, api, records,
         recorder)``.

@@ -21,7 +21,7 @@ seconds it then picks, every few seconds, one of: SIGKILL an agent (and
 start it again later), SIGSTOP it for longer than the lease (then
 SIGCONT), or restart it gracefully (SIGTERM, start), always keeping at
 least ``--min-live`` agents running. The observer of the fault tests
-(``ironic_partition/testing/observer.py``) reads every report
+(``ironic_partition/testing/lanes/observer.py``) reads every report
 file every 10 ms and the claims table, and at the end it prints:
 
 * the instants of double reporting (I1; must be 0);
@@ -38,7 +38,7 @@ file every 10 ms and the claims table, and at the end it prints:
 * the I3 and I4 checks and the reports the observer missed.
 
 With ``--backend galera`` the database is a three-node MariaDB Galera
-cluster behind HAProxy (:class:`~ironic_partition.testing.galera.
+cluster behind HAProxy (:class:`~ironic_partition.testing.services.galera.
 GaleraFixture`), and every ``--failover-every`` seconds the node taking the
 writes is SIGKILLed, then started again ``--failover-for`` seconds later
 (HAProxy fails back to it: a second failover). ``--backend galera,mysql``
@@ -73,11 +73,11 @@ import urllib.parse
 from ironic_partition.db import api as db_api
 from ironic_partition.ring import hash_ring
 from ironic_partition import testing as harness
-from ironic_partition.testing import agents as agents_mod
-from ironic_partition.testing import galera as galera_mod
-from ironic_partition.testing import observer as observer_mod
-from ironic_partition.testing import proxy as tcp_proxy
-from ironic_partition.testing import split as harness_split
+from ironic_partition.testing.commands import agents as agents_mod
+from ironic_partition.testing.lanes import observer as observer_mod
+from ironic_partition.testing.lanes import split as harness_split
+from ironic_partition.testing.services import galera as galera_mod
+from ironic_partition.testing.services import proxy as tcp_proxy
 
 GROUP = 'rack1'
 

@@ -165,7 +165,7 @@ then
 fi
 
 # A three-node Galera cluster behind HAProxy, for the Galera fixture
-# (ironic_partition/testing/galera.py): MariaDB's server binaries, the
+# (ironic_partition/testing/services/galera.py): MariaDB's server binaries, the
 # Galera 4 provider, rsync for the rsync SST, HAProxy in front, and
 # libfaketime for a node whose clock is off. The fixture runs every one
 # of them as its own child process, on its own ports and data

@@ -20,6 +20,7 @@ another service. ``manager`` runs the rounds (:class:`~ironic_partition.
 claims.manager.ClaimManager`); ``claim_settings`` derives the lease, the
 margin and the renewal timing; ``lease_timer`` renews between refreshes;
 ``db_clock`` and ``db_writers`` watch the database (its clock, its
-writers); ``write_guard`` proves a write to a node under a claim; and
-``identity`` is the incarnation that holds this process's host name.
+writers); and ``write_guard`` proves a write to a node under a claim. The
+process's identity (the incarnation holding its host name) is the
+database's (:mod:`ironic_partition.db.identity`).
 """

@@ -35,8 +35,8 @@ import threading
 
 from oslo_log import log as logging
 
-from ironic_partition.claims import identity as identity_mod
 from ironic_partition.common import periodic
+from ironic_partition.db import identity as identity_mod
 
 LOG = logging.getLogger(__name__)
 

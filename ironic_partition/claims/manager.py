@@ -184,7 +184,7 @@ class ClaimManager(object):
                   '(%s)') % lease_time)
         #: The :class:`~ironic_partition.db.store.Store`.
         self.store = store
-        #: This process's :class:`~ironic_partition.claims.identity.Identity`,
+        #: This process's :class:`~ironic_partition.db.identity.Identity`,
         #: or None.
         self.identity = store.identity
         self._owns_identity = owns_store

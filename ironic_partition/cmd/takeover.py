@@ -25,9 +25,9 @@ them then. Fails, changing nothing, when no live process holds HOST.
 from oslo_utils import uuidutils
 
 from ironic_partition._i18n import _
-from ironic_partition.claims import identity
 from ironic_partition.cmd import base as base_cmd
 from ironic_partition import conf as ip_conf
+from ironic_partition.db import identity
 from ironic_partition.membership import base as membership_base
 from ironic_partition.partition import readonly
 from ironic_partition import settings as settings_mod

@@ -12,4 +12,8 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The membership database: models, queries and migrations."""
+"""The membership and claims database: models, queries, migrations, grants.
+
+And this process's identity in it (``identity``): the incarnation that
+holds its host name.
+"""

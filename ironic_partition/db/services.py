@@ -191,7 +191,7 @@ class ServicesAPI(object):
             is dead.
         :param takeover: replace a live holder.
         :param gone: a callable telling from a liveness token whether that
-            process is certainly gone (:func:`ironic_partition.claims.identity.
+            process is certainly gone (:func:`ironic_partition.db.identity.
             provably_gone`); None means never.
         :raises DuplicateService: a live holder exists and no takeover.
         :raises NothingToTakeOver: a takeover and no live holder.

@@ -24,8 +24,8 @@ and heartbeats it: the ``database`` membership backend, or the claims
 when the membership backend keeps no database (``nova``, ``static``).
 """
 
-from ironic_partition.claims import identity as identity_mod
 from ironic_partition.conf import database as database_conf
+from ironic_partition.db import identity as identity_mod
 from ironic_partition import exception
 
 
@@ -33,14 +33,14 @@ class Store(object):
     """A membership database and this process's identity in it.
 
     :param db: an :class:`ironic_partition.db.api.Connection`.
-    :param identity: this process's :class:`~ironic_partition.claims.identity.
+    :param identity: this process's :class:`~ironic_partition.db.identity.
         Identity` in ``db``, or None (read-only use, tests).
     """
 
     def __init__(self, db, identity=None):
         #: The :class:`~ironic_partition.db.api.Connection`.
         self.db = db
-        #: This process's :class:`~ironic_partition.claims.identity.Identity`,
+        #: This process's :class:`~ironic_partition.db.identity.Identity`,
         #: or None.
         self.identity = identity
 

@@ -53,11 +53,11 @@ from oslo_log import log as logging
 
 from ironic_partition._i18n import _
 from ironic_partition.claims import db_writers
-from ironic_partition.claims import identity as identity_mod
 from ironic_partition.common import periodic
 from ironic_partition import conf as ip_conf
 from ironic_partition.db import grants
 from ironic_partition.db import health
+from ironic_partition.db import identity as identity_mod
 from ironic_partition.db import store as store_mod
 from ironic_partition import exception
 from ironic_partition.membership import base

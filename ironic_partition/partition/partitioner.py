@@ -141,7 +141,7 @@ class Partitioner(object):
         #: is kept (claims off and a membership backend without a
         #: database).
         self.store = store or getattr(self.claims, 'store', None)
-        #: This process's :class:`~ironic_partition.claims.identity.Identity`,
+        #: This process's :class:`~ironic_partition.db.identity.Identity`,
         #: or None.
         self.identity = getattr(self.store, 'identity', None)
         if outside is not None:

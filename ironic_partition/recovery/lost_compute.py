@@ -50,8 +50,8 @@ from oslo_log import log as logging
 from oslo_utils import uuidutils
 
 from ironic_partition._i18n import _
-from ironic_partition.claims import identity
 from ironic_partition import conf as ip_conf
+from ironic_partition.db import identity
 from ironic_partition import exception
 from ironic_partition.partition import readonly
 from ironic_partition.ring import base as ring_base

@@ -26,35 +26,31 @@ The public API::
 See ``doc/source/contributor/harness.rst``.
 """
 
-from ironic_partition.testing.db import database_exists
-from ironic_partition.testing.db import DatabaseFixture
-from ironic_partition.testing.enroll import bulk_enroll
-from ironic_partition.testing.enroll import \
-    clear_instance_uuid
-from ironic_partition.testing.enroll import connect
-from ironic_partition.testing.enroll import enroll_api
-from ironic_partition.testing.enroll import make_available
-from ironic_partition.testing.enroll import \
-    node_conductors
-from ironic_partition.testing.enroll import \
-    set_instance_uuid
-from ironic_partition.testing.glance import GlanceFixture
-from ironic_partition.testing.ironic import Conductor
-from ironic_partition.testing.ironic import \
-    DEFAULT_CONDUCTOR_GROUPS
-from ironic_partition.testing.ironic import IronicFixture
-from ironic_partition.testing.neutron import NeutronFixture
-from ironic_partition.testing.nova import NOVA_DRIVER
-from ironic_partition.testing.nova import NovaFixture
-from ironic_partition.testing.nova import PARTITION_DRIVER
-from ironic_partition.testing.nova_api import NovaAPIFixture
+from ironic_partition.testing.lanes.servers import ServerRecords
 from ironic_partition.testing.process import HarnessError
 from ironic_partition.testing.process import pids_alive
 from ironic_partition.testing.process import Service
 from ironic_partition.testing.process import skip_unless_long
 from ironic_partition.testing.process import wait_for
-from ironic_partition.testing.rabbit import RabbitVhostFixture
-from ironic_partition.testing.servers import ServerRecords
+from ironic_partition.testing.services.db import database_exists
+from ironic_partition.testing.services.db import DatabaseFixture
+from ironic_partition.testing.services.enroll import bulk_enroll
+from ironic_partition.testing.services.enroll import clear_instance_uuid
+from ironic_partition.testing.services.enroll import connect
+from ironic_partition.testing.services.enroll import enroll_api
+from ironic_partition.testing.services.enroll import make_available
+from ironic_partition.testing.services.enroll import node_conductors
+from ironic_partition.testing.services.enroll import set_instance_uuid
+from ironic_partition.testing.services.glance import GlanceFixture
+from ironic_partition.testing.services.ironic import Conductor
+from ironic_partition.testing.services.ironic import DEFAULT_CONDUCTOR_GROUPS
+from ironic_partition.testing.services.ironic import IronicFixture
+from ironic_partition.testing.services.neutron import NeutronFixture
+from ironic_partition.testing.services.nova import NOVA_DRIVER
+from ironic_partition.testing.services.nova import NovaFixture
+from ironic_partition.testing.services.nova import PARTITION_DRIVER
+from ironic_partition.testing.services.nova_api import NovaAPIFixture
+from ironic_partition.testing.services.rabbit import RabbitVhostFixture
 
 __all__ = [
     'bulk_enroll',

@@ -32,10 +32,10 @@ import signal
 import sys
 import threading
 
-from ironic_partition.testing import db as harness_db
-from ironic_partition.testing import enroll
-from ironic_partition.testing import ironic
 from ironic_partition.testing import process as harness_process
+from ironic_partition.testing.services import db as harness_db
+from ironic_partition.testing.services import enroll
+from ironic_partition.testing.services import ironic
 
 LOG = logging.getLogger(__name__)
 

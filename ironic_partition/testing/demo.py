@@ -54,9 +54,9 @@ import prettytable
 
 from ironic_partition.cmd import _errors
 from ironic_partition import testing as harness
-from ironic_partition.testing import cli as harness_cli
+from ironic_partition.testing.commands import cli as harness_cli
+from ironic_partition.testing.lanes import split as harness_split
 from ironic_partition.testing import narrator as harness_narrator
-from ironic_partition.testing import split as harness_split
 
 #: Agent timings: small so that the demo is quick.
 HEARTBEAT_INTERVAL = 1

@@ -17,7 +17,7 @@
 ``doc/source/install/{kolla-ansible,openstack-ansible,helm}.rst`` print
 the files an operator writes (included from
 ``doc/source/install/deployers/``). Here each tool's layering
-(:mod:`ironic_partition.testing.deployers`) builds, from those very
+(:mod:`ironic_partition.testing.install.deployers`) builds, from those very
 files, the configuration each nova-compute and ironic-conductor gets;
 our tools then read it as nova-compute would: the host name, the group
 and its peers, the driver, the claims database's URL, the inspection
@@ -36,9 +36,9 @@ from ironic_partition.cmd import base as base_cmd
 from ironic_partition.db import api as db_api
 from ironic_partition.inspection import audit
 from ironic_partition.membership import base as membership_base
-from ironic_partition.testing import cli as harness_cli
-from ironic_partition.testing import db as harness_db
-from ironic_partition.testing import deployers
+from ironic_partition.testing.commands import cli as harness_cli
+from ironic_partition.testing.install import deployers
+from ironic_partition.testing.services import db as harness_db
 
 DEPLOYERS = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'doc',

@@ -29,8 +29,8 @@ import sqlalchemy
 from testtools import content
 
 from ironic_partition import testing as harness
-from ironic_partition.testing import cli as harness_cli
-from ironic_partition.testing import novalane
+from ironic_partition.testing.commands import cli as harness_cli
+from ironic_partition.testing.lanes import novalane
 
 #: Servers on the lost compute.
 LOST_SERVERS = 8

@@ -32,7 +32,7 @@ from ironic_partition.cmd import _errors
 from ironic_partition.db import api as db_api
 from ironic_partition.ring import hash_ring
 from ironic_partition import testing as harness
-from ironic_partition.testing import db as harness_db
+from ironic_partition.testing.services import db as harness_db
 from ironic_partition.tests.functional import test_cli
 
 NODES = 24

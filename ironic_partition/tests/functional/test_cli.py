@@ -39,8 +39,8 @@ from ironic_partition.cmd import _errors
 from ironic_partition.cmd import simulate
 from ironic_partition.ring import hash_ring
 from ironic_partition import testing as harness
-from ironic_partition.testing import cli as harness_cli
-from ironic_partition.testing import db as harness_db
+from ironic_partition.testing.commands import cli as harness_cli
+from ironic_partition.testing.services import db as harness_db
 from ironic_partition.tests.functional import _deployers
 
 DB_BACKEND = 'postgresql'
@@ -57,7 +57,7 @@ INSTALL_GUIDE_CONF = os.path.join(
 #: per-test temporary directory that oslotest removes after each test.
 WORK_PARENT = harness_db.default_workdir()
 
-#: Fast agent timings (see :mod:`ironic_partition.testing.cli`).
+#: Fast agent timings (see :mod:`ironic_partition.testing.commands.cli`).
 AGENT_OPTIONS = harness_cli.AGENT_OPTIONS
 agent_conf = harness_cli.agent_conf
 cli_argv = harness_cli.cli_argv

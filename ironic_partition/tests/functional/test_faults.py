@@ -21,7 +21,7 @@ as real processes (their own process groups) whose membership and claims
 database is a fresh one on MariaDB or on PostgreSQL (testscenarios), with
 refresh and heartbeat every second, ``service_down_time`` 4 s and a 4 s
 lease (fencing margin 0.4 s, I2 bound 6 s). An
-:class:`~ironic_partition.testing.observer.Observer` reads every
+:class:`~ironic_partition.testing.lanes.observer.Observer` reads every
 report file every 10 ms and the claims table every 50 ms, and checks
 I1-I4 over the whole test (see its module documentation for what counts
 as reported at an instant). Each test injects several faults:
@@ -70,12 +70,12 @@ from ironic_partition.cmd import _errors
 from ironic_partition.db import api as db_api
 from ironic_partition.db import migration
 from ironic_partition import testing as harness
-from ironic_partition.testing import agents as agents_mod
-from ironic_partition.testing import cli as harness_cli
-from ironic_partition.testing import db as harness_db
-from ironic_partition.testing import observer as observer_mod
-from ironic_partition.testing import previous as previous_mod
-from ironic_partition.testing import split as harness_split
+from ironic_partition.testing.commands import agents as agents_mod
+from ironic_partition.testing.commands import cli as harness_cli
+from ironic_partition.testing.install import previous as previous_mod
+from ironic_partition.testing.lanes import observer as observer_mod
+from ironic_partition.testing.lanes import split as harness_split
+from ironic_partition.testing.services import db as harness_db
 from ironic_partition.tests.functional import test_cli
 
 GROUP = 'rack1'
@@ -273,7 +273,8 @@ class FaultTestBase(test_cli.SharedIronic, base.BaseTestCase):
             test whose faults leave nodes unreported by design (a service
             that refuses, a database that is gone for longer than the
             lease).
-        :returns: the :class:`~ironic_partition.testing.analysis.Analysis`.
+        :returns: the
+            :class:`~ironic_partition.testing.lanes.analysis.Analysis`.
         """
         result = self.observer.analyse()
         self.addDetail('observer', _text('\n'.join(

@@ -19,7 +19,7 @@ instances; see :mod:`test_faults`) and one three-node MariaDB Galera
 cluster behind HAProxy, configured as kolla-ansible and OpenStack-Ansible
 configure it: ``node0`` takes the connections, ``node1`` and ``node2`` are
 ``backup`` servers, ``option mysql-check`` (see
-:class:`~ironic_partition.testing.galera.GaleraFixture`). ``node1``'s
+:class:`~ironic_partition.testing.services.galera.GaleraFixture`). ``node1``'s
 wall clock is :data:`NODE1_AHEAD` seconds ahead and ``node2``'s
 :data:`NODE2_AHEAD` seconds (libfaketime), so every failover also moves
 the services to another clock. Each test runs three ``ironic-partition
@@ -61,9 +61,9 @@ import time
 
 from ironic_partition.claims import db_writers
 from ironic_partition import testing as harness
-from ironic_partition.testing import agents as agents_mod
-from ironic_partition.testing import db as harness_db
-from ironic_partition.testing import galera as galera_mod
+from ironic_partition.testing.commands import agents as agents_mod
+from ironic_partition.testing.services import db as harness_db
+from ironic_partition.testing.services import galera as galera_mod
 from ironic_partition.tests.functional import test_faults
 from ironic_partition.tests.functional import test_galera_fixture
 

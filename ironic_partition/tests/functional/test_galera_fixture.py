@@ -26,8 +26,8 @@ import uuid
 from oslotest import base
 import pymysql
 
-from ironic_partition.testing import db as harness_db
-from ironic_partition.testing import galera
+from ironic_partition.testing.services import db as harness_db
+from ironic_partition.testing.services import galera
 
 #: Node 1's clock offset, in seconds.
 OFFSET = 5.0

@@ -20,7 +20,7 @@ nova-conductor and three nova-compute services ``cn1``-``cn3`` sharing
 database is on a three-node MariaDB Galera cluster behind HAProxy, shaped
 as kolla-ansible's: ``node0`` takes the connections, ``node1`` and
 ``node2`` are ``backup`` servers, ``option mysql-check`` (see
-:class:`~ironic_partition.testing.galera.GaleraFixture` and
+:class:`~ironic_partition.testing.services.galera.GaleraFixture` and
 :mod:`test_galera`, the same faults under lightweight agents). The
 computes reach the cluster through HAProxy directly (no proxy of ours).
 
@@ -96,10 +96,10 @@ from ironic_partition.claims import claim_settings
 from ironic_partition.claims import db_clock
 from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness
-from ironic_partition.testing import db as harness_db
-from ironic_partition.testing import galera as galera_mod
-from ironic_partition.testing import novalane
+from ironic_partition.testing.lanes import novalane
 from ironic_partition.testing import process as harness_process
+from ironic_partition.testing.services import db as harness_db
+from ironic_partition.testing.services import galera as galera_mod
 from ironic_partition.tests.functional import test_nova_compute
 
 HOSTS = test_nova_compute.HOSTS

@@ -30,8 +30,8 @@ from oslotest import base
 import testscenarios
 
 from ironic_partition import testing as harness
-from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import process as harness_process
+from ironic_partition.testing.services import db as harness_db
 
 LOG = logging.getLogger(__name__)
 

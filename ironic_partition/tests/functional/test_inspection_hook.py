@@ -42,9 +42,9 @@ from ironic_partition.cmd import _errors
 from ironic_partition import conf as ip_conf
 from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness
-from ironic_partition.testing import cli as harness_cli
-from ironic_partition.testing import db as harness_db
-from ironic_partition.testing import ironic as harness_ironic
+from ironic_partition.testing.commands import cli as harness_cli
+from ironic_partition.testing.services import db as harness_db
+from ironic_partition.testing.services import ironic as harness_ironic
 from ironic_partition.tests.functional import test_cli
 
 GROUPS = ['rack1', 'rack2', '', 'rack3']

@@ -39,9 +39,9 @@ import testscenarios
 from ironic_partition.db import api as db_api
 from ironic_partition.db import grants
 from ironic_partition.db import migration
-from ironic_partition.testing import cli as harness_cli
-from ironic_partition.testing import db as harness_db
+from ironic_partition.testing.commands import cli as harness_cli
 from ironic_partition.testing import process as harness_process
+from ironic_partition.testing.services import db as harness_db
 
 DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
                    '..', 'doc', 'source', 'install')

@@ -45,13 +45,14 @@ from openstack import exceptions as sdk_exc
 from testtools import content
 
 from ironic_partition import testing as harness
-from ironic_partition.testing import cli as harness_cli
-from ironic_partition.testing import db as harness_db
-from ironic_partition.testing import nova as harness_nova
-from ironic_partition.testing import nova_api as harness_api
-from ironic_partition.testing import nova_compute as harness_nova_compute
-from ironic_partition.testing import novalane
+from ironic_partition.testing.commands import cli as harness_cli
+from ironic_partition.testing.lanes import novalane
 from ironic_partition.testing import process as harness_process
+from ironic_partition.testing.services import db as harness_db
+from ironic_partition.testing.services import nova as harness_nova
+from ironic_partition.testing.services import nova_api as harness_api
+from ironic_partition.testing.services import \
+    nova_compute as harness_nova_compute
 from ironic_partition.tests.functional import test_nova_compute
 
 

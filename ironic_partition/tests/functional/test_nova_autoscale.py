@@ -45,9 +45,9 @@ import time
 from testtools import content
 
 from ironic_partition import testing as harness
-from ironic_partition.testing import nova as harness_nova
-from ironic_partition.testing import nova_api as harness_api
-from ironic_partition.testing import novalane
+from ironic_partition.testing.lanes import novalane
+from ironic_partition.testing.services import nova as harness_nova
+from ironic_partition.testing.services import nova_api as harness_api
 from ironic_partition.tests.functional import test_nova_compute
 
 #: The replicas' host names, in the order an autoscaler adds them.

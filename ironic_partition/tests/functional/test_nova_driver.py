@@ -17,7 +17,7 @@
 In-process checks use nova's global CONF, nova's main database on SQLite
 (built by nova's own migrations), nova's objects and service group API,
 and nova's driver loader. Process checks run
-:mod:`~ironic_partition.testing.compute_worker` services under
+:mod:`~ironic_partition.testing.services.compute_worker` services under
 oslo.service, sent real signals.
 """
 
@@ -37,9 +37,9 @@ import tooz.hashring
 from ironic_partition.db import api as db_api
 from ironic_partition import exception as ip_exception
 from ironic_partition import testing as harness
-from ironic_partition.testing import compute_worker
-from ironic_partition.testing import nova_env
-from ironic_partition.testing import proxy as harness_proxy
+from ironic_partition.testing.services import compute_worker
+from ironic_partition.testing.services import nova_env
+from ironic_partition.testing.services import proxy as harness_proxy
 from ironic_partition.tests.functional import test_harness
 
 TIMEOUT = 90
@@ -490,7 +490,7 @@ class ServiceProcessTestCase(_IronicTestCase):
         service = harness.Service(
             'worker-%s' % host,
             [sys.executable, '-m',
-             'ironic_partition.testing.compute_worker',
+             'ironic_partition.testing.services.compute_worker',
              '--mode', mode, '--report', report, '--interval', '0.5',
              '--', '--config-file', config],
             os.path.join(self.workdir, '%s.log' % host))

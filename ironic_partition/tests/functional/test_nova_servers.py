@@ -37,15 +37,15 @@ import fixtures
 from testtools import content
 
 from ironic_partition import testing as harness
-from ironic_partition.testing import cli as harness_cli
-from ironic_partition.testing import glance as harness_glance
-from ironic_partition.testing import neutron as harness_neutron
-from ironic_partition.testing import nova as harness_nova
-from ironic_partition.testing import nova_api as harness_api
-from ironic_partition.testing import novalane
+from ironic_partition.testing.commands import cli as harness_cli
+from ironic_partition.testing.install import upstream
+from ironic_partition.testing.lanes import novalane
+from ironic_partition.testing.lanes import servers as harness_servers
 from ironic_partition.testing import process as harness_process
-from ironic_partition.testing import servers as harness_servers
-from ironic_partition.testing import upstream
+from ironic_partition.testing.services import glance as harness_glance
+from ironic_partition.testing.services import neutron as harness_neutron
+from ironic_partition.testing.services import nova as harness_nova
+from ironic_partition.testing.services import nova_api as harness_api
 from ironic_partition.tests.functional import _recover
 from ironic_partition.tests.functional import test_nova_compute
 from ironic_partition.tests.functional import test_upstream_fixes

@@ -40,8 +40,8 @@ from oslotest import base
 
 from ironic_partition.db import api as db_api
 from ironic_partition import testing as harness
-from ironic_partition.testing import agents as agents_mod
-from ironic_partition.testing import proxy as tcp_proxy
+from ironic_partition.testing.commands import agents as agents_mod
+from ironic_partition.testing.services import proxy as tcp_proxy
 from ironic_partition.tests.functional import test_cli
 from ironic_partition.tests.functional import test_faults
 

@@ -54,11 +54,11 @@ from ironic_partition.cmd import _errors
 from ironic_partition.db import api as db_api
 from ironic_partition import exception
 from ironic_partition import testing as harness
-from ironic_partition.testing import agents as agents_mod
-from ironic_partition.testing import compute_worker
-from ironic_partition.testing import nova_env
-from ironic_partition.testing import observer as observer_mod
-from ironic_partition.testing import split as harness_split
+from ironic_partition.testing.commands import agents as agents_mod
+from ironic_partition.testing.lanes import observer as observer_mod
+from ironic_partition.testing.lanes import split as harness_split
+from ironic_partition.testing.services import compute_worker
+from ironic_partition.testing.services import nova_env
 from ironic_partition.tests.functional import test_cli
 
 GROUPS = ['rack1', 'rack2']
@@ -220,7 +220,7 @@ class ShardTestCase(test_cli.SharedIronic, base.BaseTestCase):
         service = harness.Service(
             'worker-' + host,
             [sys.executable, '-m',
-             'ironic_partition.testing.compute_worker',
+             'ironic_partition.testing.services.compute_worker',
              '--mode', 'nova', '--report', report_path, '--interval', '0.5',
              '--', '--config-file', config],
             os.path.join(workdir, 'worker.log'))

@@ -15,8 +15,8 @@
 """The fixes we propose upstream, against the releases we run.
 
 Each patch in ``doc/source/contributor/upstream/`` is applied to a copy of
-the installed package (:mod:`ironic_partition.testing.upstream`), and the
-unit tests it adds are run there: they pass with the fix, and on the
+the installed package (:mod:`ironic_partition.testing.install.upstream`), and
+the unit tests it adds are run there: they pass with the fix, and on the
 release they fail the way the bug does. The lanes show the same fixes in
 real services (``test_nova_compute`` for SIGHUP, ``test_nova_servers``
 for a rebuild), in ``tox -e functional-long``.
@@ -31,7 +31,7 @@ import fixtures
 from oslotest import base
 from testtools import content
 
-from ironic_partition.testing import upstream
+from ironic_partition.testing.install import upstream
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))

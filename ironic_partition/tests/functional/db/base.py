@@ -44,7 +44,7 @@ import testscenarios
 
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import partition as partition_conf
-from ironic_partition.testing import db as harness_db
+from ironic_partition.testing.services import db as harness_db
 
 SCENARIOS = [
     ('sqlite', {'backend': 'sqlite', 'FIXTURE': None}),

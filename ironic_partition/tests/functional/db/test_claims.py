@@ -36,7 +36,7 @@ from ironic_partition.db import api as db_api
 from ironic_partition.db import models
 from ironic_partition.db import store
 from ironic_partition import testing as harness
-from ironic_partition.testing import proxy
+from ironic_partition.testing.services import proxy
 from ironic_partition.tests.functional.db import base
 
 ROLE = 'nova-compute'

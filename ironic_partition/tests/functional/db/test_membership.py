@@ -28,7 +28,7 @@ from ironic_partition.db import models
 from ironic_partition import exception
 from ironic_partition.membership import database
 from ironic_partition import settings as settings_mod
-from ironic_partition.testing import proxy
+from ironic_partition.testing.services import proxy
 from ironic_partition.tests.functional.db import base
 
 ROLE = 'nova-compute'

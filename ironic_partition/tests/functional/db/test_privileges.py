@@ -36,8 +36,8 @@ from ironic_partition import exception
 from ironic_partition.membership import database
 from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness
-from ironic_partition.testing import cli as harness_cli
-from ironic_partition.testing import db as harness_db
+from ironic_partition.testing.commands import cli as harness_cli
+from ironic_partition.testing.services import db as harness_db
 from ironic_partition.tests.functional.db import base
 
 ROLE = 'nova-compute'

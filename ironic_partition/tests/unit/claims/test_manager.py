@@ -33,11 +33,11 @@ from oslo_db import exception as db_exc
 
 from ironic_partition.claims import claim_settings
 from ironic_partition.claims import db_clock
-from ironic_partition.claims import identity
 from ironic_partition.claims import lease_timer
 from ironic_partition.claims import manager as claims
 from ironic_partition.db import api as db_api
 from ironic_partition.db import claims as claims_db
+from ironic_partition.db import identity
 from ironic_partition.db import migration
 from ironic_partition.db import store
 from ironic_partition import exception
@@ -1265,7 +1265,7 @@ class TestOneStore(base.TestCase):
         timer = p.claims.timer.thread
         self.assertTrue(timer.is_alive())
         self.useFixture(fixtures.MonkeyPatch(
-            'ironic_partition.claims.identity.process_exiting', lambda: True))
+            'ironic_partition.db.identity.process_exiting', lambda: True))
         timer.join(p.claims.renew_interval + 5)
         self.assertFalse(timer.is_alive())
         self.assertIn('no more claim renewals for cn1', logger.output)

@@ -17,7 +17,7 @@
 import uuid
 
 from ironic_partition.ring import hash_ring
-from ironic_partition.testing import split as harness_split
+from ironic_partition.testing.lanes import split as harness_split
 from ironic_partition.tests import base
 
 

@@ -102,7 +102,7 @@ class TestDatabaseMembership(test_base.BaseTestCase):
         thread = b._heartbeats.thread
         self.assertTrue(thread.is_alive())
         self.useFixture(fixtures.MonkeyPatch(
-            'ironic_partition.claims.identity.process_exiting', lambda: True))
+            'ironic_partition.db.identity.process_exiting', lambda: True))
         thread.join(5)
         self.assertFalse(thread.is_alive())
         self.assertIn('The main thread of this process ended: no more '

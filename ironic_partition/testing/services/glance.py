@@ -27,8 +27,8 @@ Ironic's ``fake`` deploy interface never reads it.
 
 import os
 
-from ironic_partition.testing import apiservice
 from ironic_partition.testing import process as harness_process
+from ironic_partition.testing.services import apiservice
 
 #: The bytes of the image (the deploy never reads them).
 IMAGE_DATA = b'ironic-partition test image\n'

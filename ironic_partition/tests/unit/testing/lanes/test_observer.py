@@ -14,8 +14,8 @@
 
 """The fault tests' observer: how I2 gaps are measured."""
 
-from ironic_partition.testing import analysis
-from ironic_partition.testing import observer
+from ironic_partition.testing.lanes import analysis
+from ironic_partition.testing.lanes import observer
 from ironic_partition.tests import base
 
 

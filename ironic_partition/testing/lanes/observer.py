@@ -74,7 +74,7 @@ import time
 
 import fixtures
 
-from ironic_partition.testing import analysis
+from ironic_partition.testing.lanes import analysis
 
 #: The largest lag of the kernel's coarse clock behind the real time.
 TICK = 0.02
@@ -544,7 +544,8 @@ class Observer(fixtures.Fixture):
     def analyse(self):
         """Check I1-I4 over everything recorded; call after :meth:`stop`.
 
-        :returns: an :class:`~ironic_partition.testing.analysis.Analysis`.
+        :returns: an
+            :class:`~ironic_partition.testing.lanes.analysis.Analysis`.
         """
         self.stop()
         with self._lock:

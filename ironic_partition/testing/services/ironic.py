@@ -32,8 +32,8 @@ import urllib.request
 
 import fixtures
 
-from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import process
+from ironic_partition.testing.services import db as harness_db
 
 LOG = logging.getLogger(__name__)
 

@@ -39,8 +39,8 @@ import fixtures
 import pymysql
 from pymysql.constants import ER
 
-from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import process
+from ironic_partition.testing.services import db as harness_db
 
 MARIADBD = '/usr/sbin/mariadbd'
 INSTALL_DB = '/usr/bin/mariadb-install-db'

@@ -14,9 +14,9 @@
 
 """Insert many nodes straight into Ironic's database (run as a child).
 
-Usage: ``python -m ironic_partition.testing._bulk
+Usage: ``python -m ironic_partition.testing.services._bulk
 --config-file ironic.conf`` with a JSON spec on stdin (see
-:func:`ironic_partition.testing.enroll.bulk_enroll`). It
+:func:`ironic_partition.testing.services.enroll.bulk_enroll`). It
 prints the created node UUIDs as a JSON list on stdout.
 
 It runs in its own process because it loads Ironic's global configuration

@@ -14,7 +14,7 @@
 
 """What the observer concludes about I1-I4, after the fact.
 
-:class:`~ironic_partition.testing.observer.Observer` records, while the
+:class:`~ironic_partition.testing.lanes.observer.Observer` records, while the
 agents run, every node's reporting intervals per host (conservative and
 pessimistic, see its module documentation), the process events and the
 claims table's owners. The functions here turn those records into an

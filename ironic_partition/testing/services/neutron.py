@@ -25,9 +25,9 @@ are no ports, from its own database, as a neutron without networks does.
 
 import os
 
-from ironic_partition.testing import apiservice
 from ironic_partition.testing import process as harness_process
-from ironic_partition.testing import rabbit as harness_rabbit
+from ironic_partition.testing.services import apiservice
+from ironic_partition.testing.services import rabbit as harness_rabbit
 
 
 class NeutronFixture(apiservice.APIServiceFixture):

@@ -52,9 +52,9 @@ Usage::
 from concurrent import futures
 import os
 
-from ironic_partition.testing import apiservice
+from ironic_partition.testing.lanes import servers as harness_servers
 from ironic_partition.testing import process as harness_process
-from ironic_partition.testing import servers as harness_servers
+from ironic_partition.testing.services import apiservice
 
 #: nova's compute API pipeline without ``authtoken``.
 PASTE = """

@@ -14,8 +14,8 @@
 
 """One ``nova-compute`` process of the nova fixture, and its log marks.
 
-The fixture (:class:`~ironic_partition.testing.nova.NovaFixture`) writes
-a time-stamped mark into a compute's log before every signal it sends
+The fixture (:class:`~ironic_partition.testing.services.nova.NovaFixture`)
+writes a time-stamped mark into a compute's log before every signal it sends
 (``--- harness: kill at <time>``), so that :mod:`.novalane` can tell from
 the log alone when each process started, was paused or died.
 """

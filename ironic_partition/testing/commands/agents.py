@@ -18,12 +18,12 @@ Shared by the fault-injection tests (``test_faults``) and the soak
 benchmark (``benchmarks/soak_bench.py``). Each agent is a harness
 :class:`~ironic_partition.testing.Service` (its own
 process group) started with the CLI engineer's helpers
-(:func:`~ironic_partition.testing.cli.agent_conf`,
-:func:`~ironic_partition.testing.cli.cli_argv`), with a report
+(:func:`~ironic_partition.testing.commands.cli.agent_conf`,
+:func:`~ironic_partition.testing.commands.cli.cli_argv`), with a report
 file, an optional TCP proxy of its own in front of the membership
 database (a test cuts it to cut the agent off), and an optional wall-clock
 offset (libfaketime). Every start, signal and stop is told to an
-:class:`~ironic_partition.testing.observer.Observer` when one is
+:class:`~ironic_partition.testing.lanes.observer.Observer` when one is
 given, with the instant it happened.
 """
 
@@ -38,8 +38,8 @@ import fixtures
 from sqlalchemy.engine import url as sa_url
 
 from ironic_partition import testing as harness
-from ironic_partition.testing import cli as harness_cli
-from ironic_partition.testing import proxy as db_proxy
+from ironic_partition.testing.commands import cli as harness_cli
+from ironic_partition.testing.services import proxy as db_proxy
 
 #: Where libfaketime may be found; the environment variable wins.
 FAKETIME_LIB_ENV = 'IRONIC_PARTITION_TEST_FAKETIME_LIB'
@@ -136,11 +136,11 @@ def clock_offset_env(seconds):
 def skewed_argv():
     """``ironic-partition`` for a process run with :func:`clock_offset_env`.
 
-    :returns: a list; see :mod:`ironic_partition.testing.skewed_cli`
+    :returns: a list; see :mod:`ironic_partition.testing.commands.skewed_cli`
         for why ``time.sleep`` needs replacing.
     """
     return [sys.executable, '-m',
-            'ironic_partition.testing.skewed_cli']
+            'ironic_partition.testing.commands.skewed_cli']
 
 
 def via_proxy(url, port):
@@ -162,8 +162,8 @@ class Agent(object):
     :param service: the harness ``Service``.
     :param conf_path: its configuration file.
     :param report_path: its report file.
-    :param proxy: its :class:`~ironic_partition.testing.proxy.TCPProxy`,
-        or None.
+    :param proxy: its
+        :class:`~ironic_partition.testing.services.proxy.TCPProxy`, or None.
     :param clock_offset: its wall-clock offset in seconds, or None.
     """
 

@@ -28,8 +28,8 @@ import sys
 
 import openstack.connection
 
-from ironic_partition.testing import ironic
 from ironic_partition.testing import process as harness_process
+from ironic_partition.testing.services import ironic
 
 LOG = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ def bulk_enroll(config_file, count, groups,
         'interfaces': dict(ironic.NODE_INTERFACES),
     }
     argv = [python or sys.executable, '-m',
-            'ironic_partition.testing._bulk',
+            'ironic_partition.testing.services._bulk',
             '--config-file', config_file]
     proc = subprocess.run(argv, input=json.dumps(spec).encode(),
                           capture_output=True, timeout=timeout)

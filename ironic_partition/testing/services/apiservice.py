@@ -32,8 +32,8 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 
-from ironic_partition.testing import db as harness_db
 from ironic_partition.testing import process as harness_process
+from ironic_partition.testing.services import db as harness_db
 
 LOG = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class APIServiceFixture(fixtures.Fixture):
         app = self.app
         if self.clear_argv:
             env['IRONIC_PARTITION_WSGI_APP'] = app
-            app = 'ironic_partition.testing._wsgi:application'
+            app = 'ironic_partition.testing.services._wsgi:application'
         self.service = harness_process.Service(
             name=self.name, log_path=self.log_path, env=env, argv=[
                 harness_process.bin_path('gunicorn'),

@@ -20,8 +20,8 @@ import sys
 
 import fixtures
 
-from ironic_partition.claims import identity
 from ironic_partition.db import api as db_api
+from ironic_partition.db import identity
 from ironic_partition import exception
 from ironic_partition.tests import base
 
@@ -56,7 +56,7 @@ class TestLiveness(base.TestCase):
         # A non-daemon thread keeps the interpreter alive after main ends.
         script = (
             'import threading\n'
-            'from ironic_partition.claims import identity\n'
+            'from ironic_partition.db import identity\n'
             'def after_main():\n'
             '    threading.main_thread().join()\n'
             '    print(identity.process_exiting(), flush=True)\n'
@@ -105,7 +105,7 @@ class TestLiveness(base.TestCase):
     def test_an_unexpected_stat_layout_is_not_gone(self):
         parts = identity.liveness_token().split(' ')
         self.useFixture(fixtures.MonkeyPatch(
-            'ironic_partition.claims.identity._parse_start',
+            'ironic_partition.db.identity._parse_start',
             lambda stat: (_ for _ in ()).throw(ValueError('layout'))))
         self.assertFalse(identity.provably_gone(' '.join(parts)))
 

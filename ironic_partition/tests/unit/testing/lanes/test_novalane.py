@@ -16,7 +16,7 @@
 
 import fixtures
 
-from ironic_partition.testing import novalane
+from ironic_partition.testing.lanes import novalane
 from ironic_partition.tests import base
 
 E = novalane.Event

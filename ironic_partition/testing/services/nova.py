@@ -46,11 +46,11 @@ import urllib.request
 
 import fixtures
 
-from ironic_partition.testing import db as harness_db
-from ironic_partition.testing import nova_compute
 from ironic_partition.testing import process as harness_process
-from ironic_partition.testing import proxy as harness_proxy
-from ironic_partition.testing import rabbit as harness_rabbit
+from ironic_partition.testing.services import db as harness_db
+from ironic_partition.testing.services import nova_compute
+from ironic_partition.testing.services import proxy as harness_proxy
+from ironic_partition.testing.services import rabbit as harness_rabbit
 
 LOG = logging.getLogger(__name__)
 
@@ -97,28 +97,28 @@ class NovaFixture(fixtures.Fixture):
     :param db_backend: ``mysql`` or ``postgresql`` for nova and placement.
     :param membership_backend: the backend of the membership database
         (``[ironic_partition_database]``), reached through a
-        :class:`~ironic_partition.testing.proxy.TCPProxy` that a test can
-        cut (``membership_proxy``).
+        :class:`~ironic_partition.testing.services.proxy.TCPProxy` that a test
+        can cut (``membership_proxy``).
     :param membership_url: an existing membership database (an SQLAlchemy
-        URL, e.g. a :class:`~ironic_partition.testing.galera.
+        URL, e.g. a :class:`~ironic_partition.testing.services.galera.
         GaleraFixture`'s) that the computes use directly: nothing is
         created or dropped, there is no proxy (``membership_proxy`` is
         None) and ``membership_backend`` is ignored. It is synced
         (``ironic-partition-dbsync upgrade``) like a created one.
     :param service_user: the computes connect to a created membership
         database as a user with the service role only
-        (:class:`~ironic_partition.testing.db.ServiceUserFixture`); the
-        schema is created by the administrator.
+        (:class:`~ironic_partition.testing.services.db.ServiceUserFixture`);
+        the schema is created by the administrator.
     :param extra_config: ``{section: {option: value}}`` for every compute.
     :param workdir: the parent of the run directory.
     :param start_timeout: seconds allowed for each service to come up.
     :param start_computes: start the computes at setUp.
     :param keep_workdir: keep configs and logs after cleanup.
     :param glance_endpoint: glance's URL, for computes that boot servers
-        (:class:`~ironic_partition.testing.glance.GlanceFixture`).
+        (:class:`~ironic_partition.testing.services.glance.GlanceFixture`).
     :param neutron_endpoint: neutron's URL, which nova asks for a
         server's ports when deleting it
-        (:class:`~ironic_partition.testing.neutron.NeutronFixture`).
+        (:class:`~ironic_partition.testing.services.neutron.NeutronFixture`).
     :param placement_threads: placement's gunicorn threads (8).
     :param metrics: give each compute a ``[ironic_partition] metrics_port``
         of its own, kept across restarts (:attr:`metrics_ports`).
@@ -428,7 +428,8 @@ class NovaFixture(fixtures.Fixture):
         :param start: start it now.
         :param config: ``{section: {option: value}}`` merged into its
             configuration.
-        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
+        :returns: the
+            :class:`~ironic_partition.testing.services.nova_compute.Compute`.
         """
         os.makedirs(os.path.join(self.workdir, host, 'instances'),
                     exist_ok=True)
@@ -475,7 +476,7 @@ class NovaFixture(fixtures.Fixture):
         :param timeout: seconds; the fixture's start timeout by default.
         :returns: None
         """
-        from ironic_partition.testing import novalane
+        from ironic_partition.testing.lanes import novalane
         cell = novalane.CellDatabase(self.cell_url)
         try:
             harness_process.wait_for(
@@ -494,7 +495,8 @@ class NovaFixture(fixtures.Fixture):
         """Find a compute by host name.
 
         :param host: the ``[DEFAULT] host``.
-        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
+        :returns: the
+            :class:`~ironic_partition.testing.services.nova_compute.Compute`.
         """
         return self.computes[host]
 
@@ -504,7 +506,8 @@ class NovaFixture(fixtures.Fixture):
         """SIGKILL a compute's process group and wait until it is gone.
 
         :param host: the compute.
-        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
+        :returns: the
+            :class:`~ironic_partition.testing.services.nova_compute.Compute`.
         """
         compute = self.compute(host)
         compute.kill()
@@ -515,7 +518,8 @@ class NovaFixture(fixtures.Fixture):
 
         :param host: the compute.
         :param timeout: seconds before SIGKILL.
-        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
+        :returns: the
+            :class:`~ironic_partition.testing.services.nova_compute.Compute`.
         """
         compute = self.compute(host)
         compute.stop(timeout)
@@ -525,7 +529,8 @@ class NovaFixture(fixtures.Fixture):
         """Start a compute that is not running.
 
         :param host: the compute.
-        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
+        :returns: the
+            :class:`~ironic_partition.testing.services.nova_compute.Compute`.
         """
         compute = self.compute(host)
         compute.start()
@@ -536,7 +541,8 @@ class NovaFixture(fixtures.Fixture):
 
         :param host: the compute.
         :param timeout: seconds allowed for the graceful stop.
-        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
+        :returns: the
+            :class:`~ironic_partition.testing.services.nova_compute.Compute`.
         """
         compute = self.compute(host)
         if compute.running():
@@ -548,7 +554,8 @@ class NovaFixture(fixtures.Fixture):
         """SIGSTOP a compute.
 
         :param host: the compute.
-        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
+        :returns: the
+            :class:`~ironic_partition.testing.services.nova_compute.Compute`.
         """
         compute = self.compute(host)
         compute.pause()
@@ -558,7 +565,8 @@ class NovaFixture(fixtures.Fixture):
         """SIGCONT a compute.
 
         :param host: the compute.
-        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
+        :returns: the
+            :class:`~ironic_partition.testing.services.nova_compute.Compute`.
         """
         compute = self.compute(host)
         compute.resume()
@@ -568,7 +576,8 @@ class NovaFixture(fixtures.Fixture):
         """SIGHUP a compute.
 
         :param host: the compute.
-        :returns: the :class:`~ironic_partition.testing.nova_compute.Compute`.
+        :returns: the
+            :class:`~ironic_partition.testing.services.nova_compute.Compute`.
         """
         compute = self.compute(host)
         compute.sighup()

@@ -22,7 +22,7 @@ from unittest import mock
 
 import fixtures
 
-from ironic_partition.testing import galera
+from ironic_partition.testing.services import galera
 from ironic_partition.tests import base
 
 

@@ -14,7 +14,7 @@
 
 """``ironic-partition`` as a subprocess: its command line, environment and
 configuration files, as the functional tests, the fault harness
-(:mod:`ironic_partition.testing.agents`) and the benchmarks run it.
+(:mod:`ironic_partition.testing.commands.agents`) and the benchmarks run it.
 """
 
 import configparser

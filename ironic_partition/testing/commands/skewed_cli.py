@@ -14,7 +14,7 @@
 
 """``ironic-partition`` for a process whose wall clock libfaketime shifts.
 
-Used by :func:`ironic_partition.testing.agents.clock_offset_env`
+Used by :func:`ironic_partition.testing.commands.agents.clock_offset_env`
 agents only; never in production. libfaketime 0.9.10 (Debian 12), with
 ``FAKETIME_DONT_FAKE_MONOTONIC=1`` so that only the wall clock is off,
 fails every ``clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`` with
@@ -27,7 +27,7 @@ alone, and runs the real command line. Every wall-clock read of the
 process (``time.time()``, ``datetime.now()``, the C libraries') stays
 off by the offset; the monotonic clock is the real one.
 
-Usage: ``python -m ironic_partition.testing.skewed_cli ARGS``,
+Usage: ``python -m ironic_partition.testing.commands.skewed_cli ARGS``,
 with the same arguments as ``ironic-partition``.
 """
 

@@ -31,7 +31,7 @@ the generic :class:`~ironic_partition.virt.mixin.PartitionMixin`.
 
 Usage::
 
-    python -m ironic_partition.testing.compute_worker \\
+    python -m ironic_partition.testing.services.compute_worker \\
         --mode nova --report /tmp/r.json --interval 1 \\
         -- --config-file /tmp/nova.conf
 """

@@ -1,0 +1,21 @@
+# Copyright 2026 The ironic-partition Authors.
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""What the nova lanes observe: nova's logs and records, and their analysis.
+
+``novalane`` parses nova-compute's logs, ``observer`` records who reported
+which node when, ``analysis`` finds double holds and gaps, ``split`` and
+``servers`` read the split and the servers as nova, placement and Ironic
+recorded them.
+"""
