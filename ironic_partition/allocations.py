@@ -18,12 +18,7 @@ The module moved with the package's layout by concern; this name is the
 same module object and stays for one release.
 """
 
-import sys
-import warnings
-
+from ironic_partition import _moved
 from ironic_partition.ironic import allocations
 
-warnings.warn('ironic_partition.allocations is deprecated: import '
-              'ironic_partition.ironic.allocations',
-              DeprecationWarning, stacklevel=2)
-sys.modules[__name__] = allocations
+_moved.alias(__name__, allocations)

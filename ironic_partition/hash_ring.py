@@ -18,12 +18,7 @@ The module moved with the package's layout by concern; this name is the
 same module object and stays for one release.
 """
 
-import sys
-import warnings
-
+from ironic_partition import _moved
 from ironic_partition.ring import hash_ring
 
-warnings.warn('ironic_partition.hash_ring is deprecated: import '
-              'ironic_partition.ring.hash_ring',
-              DeprecationWarning, stacklevel=2)
-sys.modules[__name__] = hash_ring
+_moved.alias(__name__, hash_ring)
