@@ -386,6 +386,41 @@ class Service(object):
         return code
 
 
+def stop_together(*batches, timeout=30):
+    """Stop services at once: SIGTERM to all, one wait, SIGKILL the rest.
+
+    The one teardown of the fixtures that run several processes. A paused
+    service is continued too, so that it can exit. Each batch is stopped
+    in turn (nova's computes before the control plane they report to).
+
+    :param batches: lists of :class:`Service` objects, stopped in turn.
+    :param timeout: seconds allowed for the graceful exit of a batch, and
+        for each SIGKILL.
+    :returns: the names of the services that could not be stopped.
+    """
+    failed = []
+    for batch in batches:
+        live = [s for s in batch if s.group_pids()]
+        for service in live:
+            service.signal(signal.SIGTERM)
+            service.signal(signal.SIGCONT)
+        try:
+            wait_for(lambda: not any(s.group_pids() for s in live),
+                     timeout, 'the services to exit')
+        except HarnessError:
+            LOG.warning('Still running after SIGTERM: %s',
+                        [s.name for s in live if s.group_pids()])
+        for service in batch:
+            try:
+                # NOTE(ironic-partition): the base kill: a subclass's may
+                # mark a fault in its log (a compute's "kill").
+                Service.kill(service, timeout)
+            except Exception:
+                LOG.exception('Could not stop %s', service.name)
+                failed.append(service.name)
+    return failed
+
+
 def write_config(path, sections, join_lists=False):
     """Write an INI file for oslo.config.
 

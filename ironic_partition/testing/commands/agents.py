@@ -29,6 +29,7 @@ given, with the instant it happened.
 
 import collections
 import json
+import logging
 import os
 import signal
 import sys
@@ -39,7 +40,10 @@ from sqlalchemy.engine import url as sa_url
 
 from ironic_partition import testing as harness
 from ironic_partition.testing.commands import cli as harness_cli
+from ironic_partition.testing import process as harness_process
 from ironic_partition.testing.services import proxy as db_proxy
+
+LOG = logging.getLogger(__name__)
 
 #: Where libfaketime may be found; the environment variable wins.
 FAKETIME_LIB_ENV = 'IRONIC_PARTITION_TEST_FAKETIME_LIB'
@@ -511,16 +515,10 @@ class AgentSet(fixtures.Fixture):
         :param timeout: seconds allowed for the graceful exit.
         :returns: None
         """
-        services = [a.service for a in self.agents.values()
-                    if a.service.group_pids()]
-        for service in services:
-            service.signal(signal.SIGCONT)
-            service.signal(signal.SIGTERM)
-        for service in services:
-            try:
-                service.stop(timeout=timeout)
-            except Exception:
-                service.kill()
+        failed = harness_process.stop_together(
+            [a.service for a in self.agents.values()], timeout=timeout)
+        if failed:
+            LOG.warning('Agents left running: %s', failed)
 
 
 def _stopped(pid):

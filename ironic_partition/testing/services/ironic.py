@@ -629,23 +629,6 @@ class IronicFixture(fixtures.Fixture):
         :returns: None
         :raises: process.HarnessError listing the services that would not die.
         """
-        services = [s for s in self.services() if s.group_pids()]
-        for service in services:
-            service.signal(signal.SIGTERM)
-            service.signal(signal.SIGCONT)
-        try:
-            process.wait_for(
-                lambda: not any(s.group_pids() for s in services),
-                timeout, 'the services to exit')
-        except process.HarnessError:
-            LOG.warning('Services still running after SIGTERM: %s',
-                        [s.name for s in services if s.group_pids()])
-        failed = []
-        for service in self.services():
-            try:
-                service.kill(timeout)
-            except Exception:
-                LOG.exception('Could not stop %s', service.name)
-                failed.append(service.name)
+        failed = process.stop_together(self.services(), timeout=timeout)
         if failed:
             raise process.HarnessError('Services left running: %s' % failed)

@@ -39,7 +39,6 @@ import configparser
 import logging
 import os
 import shutil
-import signal
 import tempfile
 import urllib.error
 import urllib.request
@@ -633,27 +632,10 @@ class NovaFixture(fixtures.Fixture):
         :raises: HarnessError listing services that would not die.
         """
         compute = nova_compute.Compute
-        computes = [s for s in self.services if isinstance(s, compute)]
-        others = [s for s in self.services if not isinstance(s, compute)]
-        failed = []
-        for batch in (computes, others):
-            live = [s for s in batch if s.group_pids()]
-            for service in live:
-                service.signal(signal.SIGTERM)
-                service.signal(signal.SIGCONT)
-            try:
-                harness_process.wait_for(
-                    lambda: not any(s.group_pids() for s in live),
-                    timeout, 'the services to exit')
-            except harness_process.HarnessError:
-                LOG.warning('Still running after SIGTERM: %s',
-                            [s.name for s in live if s.group_pids()])
-            for service in batch:
-                try:
-                    harness_process.Service.kill(service, timeout)
-                except Exception:
-                    LOG.exception('Could not stop %s', service.name)
-                    failed.append(service.name)
+        failed = harness_process.stop_together(
+            [s for s in self.services if isinstance(s, compute)],
+            [s for s in self.services if not isinstance(s, compute)],
+            timeout=timeout)
         if failed:
             raise harness_process.HarnessError(
                 'Services left running: %s' % failed)

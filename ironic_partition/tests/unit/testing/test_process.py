@@ -15,6 +15,8 @@
 """The harness's log details: a service's log, cut to what subunit takes."""
 
 import os
+import signal
+import sys
 
 import fixtures
 
@@ -57,3 +59,32 @@ class TestLogContent(base.TestCase):
     def test_missing_log_says_so(self):
         text = b''.join(process.log_content(self.path).iter_bytes())
         self.assertIn(b'<no log: ', text)
+
+
+class TestStopTogether(base.TestCase):
+    """One teardown for the fixtures' processes, paused ones included."""
+
+    def _service(self, name, argv):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        service = process.Service(name, argv, os.path.join(tmp, 'x.log'))
+        service.start()
+        self.addCleanup(service.kill)
+        return service
+
+    def test_running_paused_and_stubborn_services_are_all_stopped(self):
+        polite = self._service('polite', ['sleep', '60'])
+        paused = self._service('paused', ['sleep', '60'])
+        paused.signal(signal.SIGSTOP)
+        stubborn = self._service('stubborn', [
+            sys.executable, '-c',
+            'import signal, time\n'
+            'signal.signal(signal.SIGTERM, signal.SIG_IGN)\n'
+            'print("ready", flush=True)\n'
+            'time.sleep(60)\n'])
+        process.wait_for(lambda: 'ready' in open(stubborn.log_path).read(),
+                         10, 'the stubborn process to ignore SIGTERM')
+        failed = process.stop_together([polite, paused], [stubborn],
+                                       timeout=1)
+        self.assertEqual([], failed)
+        for service in (polite, paused, stubborn):
+            self.assertEqual([], service.group_pids(), service.name)
