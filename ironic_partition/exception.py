@@ -202,6 +202,15 @@ class DatabaseConnectionFailed(MembershipError):
         return cls(connection=connection, reason=reason)
 
 
+def one_line(text):
+    """Collapse a message to a single line, for a log line or a report.
+
+    :param text: any object; its ``str()`` is used.
+    :returns: the text with every run of blanks and newlines as one space.
+    """
+    return ' '.join(str(text).split())
+
+
 def missing_driver_hint(error):
     """What to do when a database URL names a driver not installed.
 

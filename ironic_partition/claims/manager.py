@@ -70,10 +70,10 @@ from ironic_partition._i18n import _
 from ironic_partition.claims import claim_settings
 from ironic_partition.claims import db_clock
 from ironic_partition.claims import lease_timer
+from ironic_partition.claims import outcome as outcome_mod
 from ironic_partition.db import health
 from ironic_partition.db import store as store_mod
 from ironic_partition import exception
-from ironic_partition.partition import refresh_result
 
 LOG = logging.getLogger(__name__)
 
@@ -356,7 +356,7 @@ class ClaimManager(object):
         """Run one claim round and decide what may be reported.
 
         Never raises for a database fault: the round then fails closed
-        (see :class:`~ironic_partition.partition.refresh_result.ClaimOutcome`
+        (see :class:`~ironic_partition.claims.outcome.ClaimOutcome`
         ``fenced``) and is retried at the next refresh.
 
         :param ring_nodes: instance-less node UUIDs the ring gives this
@@ -366,7 +366,7 @@ class ClaimManager(object):
         :param partition_key: recorded with new claims.
         :param shard: the shard, recorded with new claims.
         :returns: a
-            :class:`~ironic_partition.partition.refresh_result.ClaimOutcome`.
+            :class:`~ironic_partition.claims.outcome.ClaimOutcome`.
         """
         ring_nodes = frozenset(ring_nodes)
         instance_nodes = frozenset(instance_nodes)
@@ -541,7 +541,7 @@ class ClaimManager(object):
             self._last_seconds = round(seconds, 6)
             self._last_statements = (self.store.stats['claim_statements']
                                      - statements)
-            outcome = refresh_result.ClaimOutcome(
+            outcome = outcome_mod.ClaimOutcome(
                 reported=reported, ring_reported=ring_reported, held=mine,
                 claimed=claimed, released=released, fenced=fenced,
                 waiting=waiting, ok=held is not None, error=error,

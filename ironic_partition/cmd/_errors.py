@@ -89,15 +89,6 @@ def exit_codes_epilog(extra=()):
         '%d %s' % (code, text) for code, text in codes)
 
 
-def one_line(text):
-    """Collapse a message to a single line.
-
-    :param text: any object; its ``str()`` is used.
-    :returns: the text with every run of blanks and newlines as one space.
-    """
-    return ' '.join(str(text).split())
-
-
 def _cause(exc):
     """The error a ``PartitionNotReady`` wraps, if it wraps one.
 
@@ -181,4 +172,4 @@ def describe_error(exc, conf=None):
         text = _('unexpected error %(type)s: %(err)s (rerun with --debug '
                  'for the traceback)') % {'type': type(exc).__name__,
                                           'err': text}
-    return one_line(text)
+    return exception.one_line(text)

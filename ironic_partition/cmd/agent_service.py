@@ -107,7 +107,6 @@ from oslo_service.backend import base as service_base
 
 from ironic_partition import __version__
 from ironic_partition._i18n import _
-from ironic_partition.cmd import _errors
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
 from ironic_partition.partition import instance_owners
@@ -295,10 +294,10 @@ class PartitionAgent(mixin.PartitionMixin, service_base.ServiceBase):
             result = self.partition_refresh(
                 my_instances=mine, instance_hosts=self.instance_hosts)
         except exception.IronicPartitionException as e:
-            error = _errors.one_line(e)
+            error = exception.one_line(e)
         except Exception as e:
             LOG.exception('Unexpected error during a refresh')
-            error = _errors.one_line('%s: %s' % (type(e).__name__, e))
+            error = exception.one_line('%s: %s' % (type(e).__name__, e))
         else:
             error = None
         with self._lock:

@@ -119,11 +119,11 @@ class _Report(object):
 
     def problem(self, check, message):
         self.findings.append(Finding(check, 'problem',
-                                     _errors.one_line(message)))
+                                     exception.one_line(message)))
 
     def warning(self, check, message):
         self.findings.append(Finding(check, 'warning',
-                                     _errors.one_line(message)))
+                                     exception.one_line(message)))
 
     def ok(self, check):
         if check not in self.passed and not any(

@@ -245,6 +245,17 @@ def _read_shard(conf):
     return normalize_shard(group.shard)
 
 
+def describe_partition(settings):
+    """The partition of some settings, for log lines.
+
+    :param settings: a :data:`PartitionSettings`.
+    :returns: the conductor group, followed by the shard when one is set.
+    """
+    if settings.shard is None:
+        return repr(settings.partition_key)
+    return '%r shard %r' % (settings.partition_key, settings.shard)
+
+
 def is_partitioned(settings):
     """Whether a service is confined to a partition of the fleet.
 

@@ -26,9 +26,9 @@ reads that view at each refresh, merges it, and says so once per change.
 
 from oslo_log import log as logging
 
+from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import base
-from ironic_partition.partition import refresh_result
 
 LOG = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class OutsideView(object):
         change, a look-up per new peer; a failed look-up only loses the
         finer message.
         """
-        key = refresh_result.describe_partition(settings.partition)
+        key = ip_conf.describe_partition(settings.partition)
         if membership.never_seen != never_seen:
             self.non_ironic = self._ask('compute_services',
                                         membership.never_seen)
@@ -144,7 +144,7 @@ class OutsideView(object):
 
     def _say(self, membership, settings, outside, never_seen):
         """Log what the view adds, once per change."""
-        key = refresh_result.describe_partition(settings.partition)
+        key = ip_conf.describe_partition(settings.partition)
         if membership.outside != outside:
             if membership.outside:
                 LOG.warning(

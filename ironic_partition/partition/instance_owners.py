@@ -31,10 +31,6 @@ from ironic_partition import exception
 OPTION = '--instance-hosts'
 
 
-def _one_line(text):
-    return ' '.join(str(text).split())
-
-
 def load(path, option=OPTION):
     """Read which host owns each instance.
 
@@ -59,7 +55,7 @@ def load(path, option=OPTION):
     except ValueError as e:
         raise exception.InvalidCommandInput(
             option=option, value=path,
-            reason=_('not JSON (%s)') % _one_line(e))
+            reason=_('not JSON (%s)') % exception.one_line(e))
     result = {}
     if isinstance(data, dict):
         items = data.items()

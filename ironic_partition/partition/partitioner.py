@@ -304,7 +304,7 @@ class Partitioner(object):
                     '[ironic] peer_list here, or correct their [ironic] '
                     'conductor_group.',
                     {'peers': ', '.join(sorted(membership.elsewhere)),
-                     'key': refresh_result.describe_partition(
+                     'key': ip_conf.describe_partition(
                          settings.partition)})
         if self.outside is not None:
             membership = self.outside.merge(membership, settings, peers,

@@ -12,74 +12,23 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""What one refresh of a
-:class:`~ironic_partition.partition.partitioner.Partitioner` found, and what it
-cost: the records every consumer reads, the claim round's :class:`ClaimOutcome`
-included.
+"""What one refresh of a partitioner found, and what it cost.
+
+The records every consumer of a
+:class:`~ironic_partition.partition.partitioner.Partitioner` reads; the
+claim round's :class:`~ironic_partition.claims.outcome.ClaimOutcome` is
+one of them.
 """
 
 import dataclasses
-import types
 
 from oslo_log import log as logging
+
+from ironic_partition import conf as ip_conf
 
 # NOTE(ironic-partition): the refresh lines keep the logger they always
 # had, for operators' log filters.
 LOG = logging.getLogger('ironic_partition.partition.partitioner')
-
-
-def describe_partition(settings):
-    """The partition of some settings, for log lines.
-
-    :param settings: a :data:`~ironic_partition.conf.PartitionSettings`.
-    :returns: the conductor group, followed by the shard when one is set.
-    """
-    if settings.shard is None:
-        return repr(settings.partition_key)
-    return '%r shard %r' % (settings.partition_key, settings.shard)
-
-
-@dataclasses.dataclass(frozen=True)
-class ClaimOutcome:
-    """What one claim round found.
-
-    :param reported: every node the service may report now: the ring
-        nodes and the nodes of its own instances it holds a valid claim
-        on.
-    :param ring_reported: the ring (instance-less) nodes among them.
-    :param held: nodes with a valid claim as of the last successful round
-        (including nodes kept one more round before their release).
-    :param claimed: nodes taken in this round.
-    :param released: nodes released in this round.
-    :param fenced: wanted nodes (ring or instance) withheld because no
-        valid claim can be proven: the database could not be reached, or
-        the lease ran out by the local clock.
-    :param waiting: wanted nodes (ring or instance) withheld because
-        another service, or the process this one took the host name over
-        from, holds a valid claim on them (it releases them at its next
-        refresh, or its lease runs out).
-    :param ok: whether this round reached the database.
-    :param error: what went wrong when it did not, else None.
-    :param valid_until: the local monotonic instant until which the
-        nodes in ``reported`` may be reported, or None when none may.
-    :param epochs: node UUID to claim epoch, for the held nodes.
-    :param seconds: how long the round took.
-    :param statements: SQL statements the round issued.
-    """
-
-    reported: frozenset
-    ring_reported: frozenset
-    held: frozenset
-    claimed: frozenset
-    released: frozenset
-    fenced: frozenset
-    waiting: frozenset
-    ok: bool
-    error: str
-    valid_until: float
-    epochs: types.MappingProxyType
-    seconds: float
-    statements: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +82,8 @@ class RefreshResult(object):
     :param nodes: the managed nodes, by UUID (slim records).
     :param gained: UUIDs managed now and not at the previous refresh.
     :param lost: UUIDs managed at the previous refresh and not now.
-    :param claims: the :class:`ClaimOutcome` of
+    :param claims: the
+        :class:`~ironic_partition.claims.outcome.ClaimOutcome` of
         this refresh's claim round, or None when claims are off.
     :param metrics: the :class:`RefreshMetrics`.
     """
@@ -225,7 +175,7 @@ class RefreshResult(object):
         own = result.ownership
         metrics = result.metrics
         params = {'managed': len(result.nodes), 'listed': metrics.listed,
-                  'key': describe_partition(result.settings),
+                  'key': ip_conf.describe_partition(result.settings),
                   'members': ','.join(result.members),
                   'gained': len(result.gained), 'lost': len(result.lost),
                   'inst': len(own.by_instance), 'stranded': len(own.stranded),

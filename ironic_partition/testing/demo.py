@@ -53,6 +53,7 @@ import uuid
 import prettytable
 
 from ironic_partition.cmd import _errors
+from ironic_partition import exception
 from ironic_partition import testing as harness
 from ironic_partition.testing.commands import cli as harness_cli
 from ironic_partition.testing.lanes import split as harness_split
@@ -576,7 +577,7 @@ def main(argv=None):
     except Interrupted as e:
         interrupted = str(e)
     except Exception as e:
-        error = '%s: %s' % (type(e).__name__, _errors.one_line(e))
+        error = '%s: %s' % (type(e).__name__, exception.one_line(e))
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, _ignore)

@@ -87,7 +87,6 @@ from oslo_utils import timeutils
 from ironic_partition import __version__
 from ironic_partition._i18n import _
 from ironic_partition.claims import claim_settings
-from ironic_partition.cmd import _errors
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import nova as nova_membership
@@ -844,11 +843,11 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             # what the scheduler's choice deserves.
             LOG.warning('Node %(node)s could not be reserved (%(cause)s); '
                         'nova reschedules the build',
-                        {'node': node_id, 'cause': _errors.one_line(cause)},
+                        {'node': node_id, 'cause': exception.one_line(cause)},
                         instance=instance)
             raise nova_exception.ComputeResourcesUnavailable(
                 reason='node %s could not be reserved: %s'
-                       % (node_id, _errors.one_line(cause)))
+                       % (node_id, exception.one_line(cause)))
 
     def _reserved_by_other(self, node_id, instance_uuid):
         try:

@@ -27,7 +27,6 @@ from openstack import exceptions as sdk_exc
 from oslo_log import log as logging
 
 from ironic_partition.claims import write_guard
-from ironic_partition.cmd import _errors
 from ironic_partition import exception
 
 LOG = logging.getLogger(__name__)
@@ -102,7 +101,7 @@ class ProvenReservation(object):
         except Exception as e:
             self._undo_reservation(node.id, instance, (
                 'the write did not end within %.1f s, or failed: %s'
-                % (timeout, _errors.one_line(e))))
+                % (timeout, exception.one_line(e))))
 
     def _patch_instance_id(self, node_id, instance_uuid, timeout):
         """PATCH ``instance_uuid`` through the SDK's session, bounded.
@@ -142,7 +141,7 @@ class ProvenReservation(object):
             LOG.error('Undoing the reservation of node %(node)s failed '
                       '(%(err)s); nova\'s clean-up of the failed build '
                       'tries again',
-                      {'node': node_id, 'err': _errors.one_line(e)},
+                      {'node': node_id, 'err': exception.one_line(e)},
                       instance=instance)
         raise nova_exception.ComputeResourcesUnavailable(
             reason='the reservation of node %s by %s was not proven: %s'

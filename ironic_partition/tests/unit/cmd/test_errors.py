@@ -93,4 +93,4 @@ class TestExitCodes(base.TestCase):
         return path
 
     def test_one_line(self):
-        self.assertEqual('a b c', _errors.one_line('a\n  b\n\tc\n'))
+        self.assertEqual('a b c', exception.one_line('a\n  b\n\tc\n'))
