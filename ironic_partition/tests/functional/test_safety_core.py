@@ -41,6 +41,7 @@ from oslotest import base
 from ironic_partition.db import api as db_api
 from ironic_partition import testing as harness
 from ironic_partition.testing.commands import agents as agents_mod
+from ironic_partition.testing.services import db as harness_db
 from ironic_partition.testing.services import proxy as tcp_proxy
 from ironic_partition.tests.functional import test_cli
 from ironic_partition.tests.functional import test_faults
@@ -330,7 +331,7 @@ class GroupChangeTestCase(test_cli.SharedIronic, base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
-        harness.db.require_server(self, self.backend)
+        harness_db.require_server(self, self.backend)
         if type(self).ironic is None:
             type(self)._start()
         self.dir = self.useFixture(fixtures.TempDir(
