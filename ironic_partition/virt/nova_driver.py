@@ -754,8 +754,9 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         if refusal is None:
             return True
         LOG.warning('Node %(node)s is not available to this service now '
-                    '(claim held by %(holder)s): %(reason)s; nova refuses '
-                    'a claim on it, and reschedules a build',
+                    '(claim held by %(holder)s): %(reason)s; nova neither '
+                    'claims it nor updates its usage (a build is '
+                    'rescheduled)',
                     {'node': nodename,
                      'holder': self.partitioner.claim_holder(nodename),
                      'reason': refusal})

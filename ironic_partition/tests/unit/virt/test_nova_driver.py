@@ -185,7 +185,8 @@ class TestClaimGate(base.TestCase):
         self.assertFalse(self.driver.node_is_available(NODE))
         self.assertIn('Node %s is not available to this service now (claim '
                       'held by cn2): this service\'s claims ran out '
-                      '(fenced); nova refuses a claim on it' % NODE,
+                      '(fenced); nova neither claims it nor updates its '
+                      'usage (a build is rescheduled)' % NODE,
                       self.log.output)
 
     def test_novas_claim_on_it_is_refused_before_the_driver_acts(self):
