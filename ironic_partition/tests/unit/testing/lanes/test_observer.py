@@ -63,8 +63,28 @@ class ProblemsTestCase(base.TestCase):
         result = self._analysis((55.0, 41.0), (45.0, 12.0))
         problems = result.problems()
         self.assertEqual(1, len(problems))
-        self.assertIn('I2: 1 gaps longer than 40.0 s', problems[0])
+        self.assertIn('I2: 1 gaps longer than 40.000 s', problems[0])
         self.assertIn('41.000 s', problems[0])
+
+    def test_the_bound_allows_the_refreshes_measured_in_the_window(self):
+        # Two refreshes end a handover: each took up to 0.6 s within the
+        # window; the 5 s first listing before it does not count.
+        result = self._analysis((41.0, 41.0))
+        result.window = (10.0, 100.0)
+        result.refresh_log = [(5.0, 'a1', 5.0), (20.0, 'a1', 0.25),
+                              (30.0, 'a2', 0.6)]
+        self.assertEqual(1.2, result.refresh_allowance)
+        self.assertEqual(41.2, result.effective_bound)
+        self.assertEqual([], result.problems())
+        result.gaps = [analysis.Gap('n', 0.0, 41.3, 41.3, 41.3)]
+        (problem,) = result.problems()
+        self.assertIn('I2: 1 gaps longer than 41.200 s', problem)
+
+    def test_without_refreshes_the_bound_is_the_protocols(self):
+        result = self._analysis((40.5, 40.5))
+        self.assertEqual(0.0, result.refresh_allowance)
+        self.assertEqual(40, result.effective_bound)
+        self.assertEqual(1, len(result.problems()))
 
 
 class MarginTestCase(base.TestCase):
