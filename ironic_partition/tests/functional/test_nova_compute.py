@@ -380,7 +380,8 @@ class _Lane(base.BaseTestCase):
                 with open(log) as stream:
                     return stream.read()
             return ''
-        proc = subprocess.Popen(['nova-compute', '--config-file', path],
+        proc = subprocess.Popen([harness_process.bin_path('nova-compute'),
+                                 '--config-file', path],
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True)
