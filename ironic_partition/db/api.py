@@ -160,6 +160,56 @@ def _read_committed(engine):
                                            'READ COMMITTED')
 
 
+#: Seconds a transaction of ours may sit idle between its statements (or
+#: before its commit) before the server ends the session. Each of our
+#: transactions is one statement or a few, issued back to back: only a
+#: process that stopped in the middle of one (SIGSTOP, a frozen VM, a
+#: paused container) waits that long, and its row locks would otherwise
+#: block every peer's claim on those rows until it resumed, stalling the
+#: takeover the lease exists for. Shorter than any lease the options
+#: allow to matter; what the session had not committed is rolled back,
+#: and the process fails that round (fail closed).
+IDLE_IN_TRANSACTION_SECONDS = 5
+
+#: MariaDB's variable; MySQL has none (error 1193, unknown variable).
+_MYSQL_UNKNOWN_VARIABLE = 1193
+
+
+def _end_idle_transactions(engine):
+    """Have the server end our sessions left idle inside a transaction.
+
+    PostgreSQL's ``idle_in_transaction_session_timeout``, MariaDB's
+    ``idle_transaction_timeout``; on MySQL, which has no such limit, a
+    stopped holder's locks last until it resumes (a documented limit).
+
+    :param engine: a PostgreSQL or MariaDB/MySQL engine made by oslo.db.
+    :returns: None
+    """
+    name = engine.dialect.name
+
+    @sa.event.listens_for(engine, 'connect')
+    def _connect(dbapi_connection, record):
+        cursor = dbapi_connection.cursor()
+        try:
+            if name == 'postgresql':
+                cursor.execute('SET idle_in_transaction_session_timeout = %d'
+                               % (IDLE_IN_TRANSACTION_SECONDS * 1000))
+            else:
+                try:
+                    cursor.execute('SET SESSION idle_transaction_timeout = %d'
+                                   % IDLE_IN_TRANSACTION_SECONDS)
+                except Exception as e:
+                    if getattr(e, 'args', (None,))[0] != \
+                            _MYSQL_UNKNOWN_VARIABLE:
+                        raise
+        finally:
+            cursor.close()
+        if name == 'postgresql':
+            # NOTE(ironic-partition): a SET runs in a transaction of its
+            # own under psycopg2; end it before the pool hands it out.
+            dbapi_connection.commit()
+
+
 def _on_engine_create(engine):
     name = engine.dialect.name
     if name == 'sqlite':
@@ -169,6 +219,8 @@ def _on_engine_create(engine):
         # statement, or only needs each statement to see the latest
         # committed rows; the server's clock decides validity anyway.
         _read_committed(engine)
+    if name in ('postgresql', 'mysql', 'mariadb'):
+        _end_idle_transactions(engine)
 
 
 @enginefacade.transaction_context_provider

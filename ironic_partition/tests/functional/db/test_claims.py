@@ -27,6 +27,7 @@ import time
 from unittest import mock
 import uuid
 
+from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
@@ -154,6 +155,40 @@ class TestClaimStatements(ClaimsTestBase):
         self.assertLess(elapsed, 10)
         self.assertEqual({}, a.claims.held_claims(ROLE, 'a'))
         self.assertEqual(0, a.claims.renew_claims(ROLE, 'a', 30))
+
+    def test_a_holder_stopped_inside_a_transaction_blocks_no_takeover(self):
+        # A process stopped (SIGSTOP, a frozen VM) between its renewal's
+        # UPDATE and its COMMIT keeps the rows locked on the server; the
+        # server ends that session after IDLE_IN_TRANSACTION_SECONDS, so a
+        # peer takes the nodes when the lease ran out, not when the
+        # stopped process resumes. (SQLite: one writer at a time, and a
+        # stopped writer's lock ends with the busy timeout.)
+        if self.backend == 'sqlite':
+            self.skipTest('no server sessions on SQLite')
+        a, b = self.connection(), self.connection()
+        nodes = _ids(3)
+        a.claims.acquire_claims(ROLE, 'a', nodes, 2)
+        table = models.Claim.__table__
+        stuck = a.engine.connect()
+        self.addCleanup(stuck.close)
+        stuck.begin()
+        stuck.execute(sa.update(table).where(
+            table.c.owner == 'a').values(updated_at=models.utcnow()))
+        # ... and "a" stops here, its transaction open, its rows locked.
+        started = time.monotonic()
+        held = {}
+
+        def take():
+            held.update(b.claims.acquire_claims(ROLE, 'b', nodes, 30) or {})
+            held.update(b.claims.held_claims(ROLE, 'b'))
+            return len(held) == len(nodes)
+
+        harness.wait_for(take, 30, 'b to take the nodes of a stopped a',
+                         interval=0.2)
+        took = time.monotonic() - started
+        self.assertLess(took, db_api.IDLE_IN_TRANSACTION_SECONDS + 5)
+        # The server ended a's session: what it had not committed is gone.
+        self.assertRaises(db_exc.DBConnectionError, stuck.commit)
 
     def test_claim_left_and_the_answering_node(self):
         # One statement proves a claim of an incarnation by the server's
