@@ -166,9 +166,11 @@ def _read_committed(engine):
 #: process that stopped in the middle of one (SIGSTOP, a frozen VM, a
 #: paused container) waits that long, and its row locks would otherwise
 #: block every peer's claim on those rows until it resumed, stalling the
-#: takeover the lease exists for. Shorter than any lease the options
-#: allow to matter; what the session had not committed is rolled back,
-#: and the process fails that round (fail closed).
+#: takeover the lease exists for. Well under the automatic leases (60 s
+#: and more on the defaults); with a shorter lease, a stopped holder's
+#: locks outlast it by at most the difference. What the session had not
+#: committed is rolled back, and the process fails that round (fail
+#: closed).
 IDLE_IN_TRANSACTION_SECONDS = 5
 
 #: MariaDB's variable; MySQL has none (error 1193, unknown variable).
