@@ -201,8 +201,7 @@ def _end_idle_transactions(engine):
                     cursor.execute('SET SESSION idle_transaction_timeout = %d'
                                    % IDLE_IN_TRANSACTION_SECONDS)
                 except Exception as e:
-                    if getattr(e, 'args', (None,))[0] != \
-                            _MYSQL_UNKNOWN_VARIABLE:
+                    if e.args[:1] != (_MYSQL_UNKNOWN_VARIABLE,):
                         raise
         finally:
             cursor.close()

@@ -260,6 +260,28 @@ class FaultTestBase(test_cli.SharedIronic, base.BaseTestCase):
         return set(self.observer.latest(host).get('managed', ())) & set(
             self.free)
 
+    def wait_fenced_report(self, report, what):
+        """A holder cut off from the database, once it was taken over.
+
+        It rewrites its report at each refresh, and that refresh waits on
+        the connection it lost, so its last report may predate its fence
+        by up to one refresh: what that report vouched for must have run
+        out by now (its ``monotonic`` plus ``valid_for``), and its next
+        report says it fenced itself.
+
+        :param report: returns the holder's latest report.
+        :param what: the holder, for the wait's message.
+        :returns: its first report that says it is fenced.
+        """
+        last = report()
+        if not last['claims']['fenced']:
+            self.assertLessEqual(
+                last['monotonic'] + last['claims']['valid_for'],
+                time.monotonic(), last)
+        harness.wait_for(lambda: report()['claims']['fenced'], TIMEOUT,
+                         '%s to report itself fenced' % what)
+        return report()
+
     def fault(self, label, nodes=None):
         """Mark the start of a fault; its figures are taken at the end."""
         when = self.observer.mark(label)
@@ -580,20 +602,8 @@ class FaultTestCase(RollingUpgradeScenario, FaultTestBase):
         agents.cut('a2')
         took = self.wait_split(['a1', 'a3'], 'a1 and a3 to take over')
         self.figures['cut_split_seconds'] = round(took, 3)
-        # NOTE(ironic-partition): a2 rewrites its report at each refresh,
-        # and its refresh waits on the database connection it lost, so
-        # its last report may predate its fence by up to one refresh.
-        # What that report vouched for has run out by now (its
-        # validity), and a2's next report says it fenced itself.
-        a2 = self.observer.latest('a2')
-        if not a2['claims']['fenced']:
-            self.assertLessEqual(
-                a2['monotonic'] + a2['claims']['valid_for'],
-                time.monotonic(), a2)
-        harness.wait_for(
-            lambda: (self.observer.latest('a2')['claims']['fenced'] and
-                     not self.reported('a2')),
-            TIMEOUT, 'a2 to report itself fenced, with no node')
+        self.wait_fenced_report(lambda: self.observer.latest('a2'), 'a2')
+        self.assertFalse(self.reported('a2'))
         self.wait_elapsed(cut, TIMINGS.service_down_time + 2,
                           'a2 cut off for a while')
         self.fault('a2 reconnected')

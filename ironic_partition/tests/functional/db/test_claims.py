@@ -176,12 +176,10 @@ class TestClaimStatements(ClaimsTestBase):
             table.c.owner == 'a').values(updated_at=models.utcnow()))
         # ... and "a" stops here, its transaction open, its rows locked.
         started = time.monotonic()
-        held = {}
 
         def take():
-            held.update(b.claims.acquire_claims(ROLE, 'b', nodes, 30) or {})
-            held.update(b.claims.held_claims(ROLE, 'b'))
-            return len(held) == len(nodes)
+            b.claims.acquire_claims(ROLE, 'b', nodes, 30)
+            return len(b.claims.held_claims(ROLE, 'b')) == len(nodes)
 
         harness.wait_for(take, 30, 'b to take the nodes of a stopped a',
                          interval=0.2)
