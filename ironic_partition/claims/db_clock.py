@@ -25,18 +25,28 @@ a peer may take a node ``d`` seconds before its holder stopped reporting
 it. The holder is safe only while ``d`` stays below its fencing margin.
 
 :class:`ClockWatch` measures it: each claim round reads the server's time
-with its first statement and pairs it with the local monotonic time around
-that statement. The offset between the two is constant on one server (up
-to the statement's round trip and the drift of NTP slewing); a change
-larger than that is a *step*: a failover to a node whose clock differs, or
-a clock stepped on the server. Adding the steps up gives each clock met a
-level; the distance between the highest and the lowest level is the
-clock difference between the database nodes that this service has met
-(:attr:`ClockWatch.difference`), and :meth:`ClockWatch.margin` widens
-the fencing margin to cover it, so the next failover between the same
-nodes cannot hand a node over early. A difference too large for the
-lease to cover is refused (:meth:`ClockWatch.problem`): the service is
-not ready rather than unsafe.
+with its first statement and pairs it with the local lease-clock time
+around that statement. The offset between the two is constant on one
+server (up to the statement's round trip and the drift of NTP slewing); a
+change larger than that is a *step*: a failover to a node whose clock
+differs, or a clock stepped on the server. The watch keeps a *level* for
+each database node it met (``@@hostname:@@port``): how far that node's
+clock runs ahead of the others', as last measured. The distance between
+the highest and the lowest level is the clock difference between the
+database nodes (:attr:`ClockWatch.difference`), and
+:meth:`ClockWatch.margin` widens the fencing margin to cover it, so the
+next failover between the same nodes cannot hand a node over early. A
+difference too large for the lease to cover is refused
+(:meth:`ClockWatch.problem`): the service is not ready rather than unsafe.
+
+A node's level is what was measured on it last: once its clock is put
+right, the next round answered by it measures it again (a step back, or
+NTP's slow slew followed round by round), and a refusal lifts by itself
+when the nodes are measured within what the lease covers, never before.
+The levels outlive the process: :meth:`ClockWatch.levels` gives them for
+the service's row (recorded with each heartbeat), and a restarted service
+starts from them (:meth:`ClockWatch.inherit`), so a restart neither
+forgets a difference nor lifts a refusal.
 
 Not every jump is the server's: when this machine stops with its clocks
 (a paused or saved VM whose clock the hypervisor froze), the lease clock
@@ -44,10 +54,12 @@ falls behind the server's by the pause. A forward jump read from the same
 database node as the sample before it, or where the database cannot name
 its node (PostgreSQL, SQLite: one writer), is taken for such a *stall*
 (:data:`STALL`): the caller fences at once and the round proves its
-claims again, but the margin is not widened and nothing is refused, for
-the database is not to blame. Only a jump across two database nodes, or
+claims again, but no level changes and nothing is refused, for the
+database is not to blame. Only a jump across two database nodes, or
 backwards, is a step. A server clock stepped forward on one writer is a
-stall by this rule: fencing at once covers it as well.
+stall by this rule: fencing at once covers it as well; a clock stepped
+back on the one writer every service uses delays every expiry alike and
+widens nothing.
 
 A step can only be seen after it happened: the first failover to a node
 whose clock is ahead by more than the configured ``fencing_margin`` is not
@@ -85,6 +97,10 @@ STEP = 'step'
 STALL = 'stall'
 
 
+def _spread(levels):
+    return (max(levels.values()) - min(levels.values())) if levels else 0.0
+
+
 class ClockWatch(object):
     """The steps of the database server's clock seen by one service.
 
@@ -103,10 +119,18 @@ class ClockWatch(object):
         self._offset = None
         self._error = 0.0
         self._at = None
+        self._node = None
+        #: The level of the clock answering now (seconds; only
+        #: differences of levels mean anything).
         self._level = 0.0
-        self._low = self._high = 0.0
+        #: ``{node: level}`` of the nodes met (or inherited), related to
+        #: each other.
+        self._levels = {}
+        #: Inherited levels not yet related to the clock answering now
+        #: (the first node met after a restart was not among them).
+        self._unanchored = {}
         #: The largest difference between the clocks met, in seconds:
-        #: the highest level the steps reached minus the lowest.
+        #: the highest level minus the lowest.
         self.difference = 0.0
         #: The last step seen (signed, seconds), or None.
         self.last_step = None
@@ -116,7 +140,6 @@ class ClockWatch(object):
         #: None, and how many were seen.
         self.last_stall = None
         self.stalls = 0
-        self._node = None
 
     def sample(self, server_time, before, after, node=None):
         """Record the server's time read between two local instants.
@@ -133,27 +156,106 @@ class ClockWatch(object):
         offset = server_time.timestamp() - middle
         with self._lock:
             jump = None
-            if self._offset is not None:
+            if self._offset is None:
+                self._level = self._levels.get(node, 0.0)
+            else:
                 change = offset - self._offset
                 allowed = (BASE_ALLOWANCE + error + self._error
                            + DRIFT_RATE * max(0.0, middle - self._at))
-                if abs(change) <= allowed:
-                    pass
-                elif change > 0 and node == self._node:
+                if abs(change) > allowed and change > 0 and \
+                        node == self._node:
                     jump = Jump(STALL, change)
                     self.stalls += 1
                     self.last_stall = change
                 else:
-                    jump = Jump(STEP, change)
-                    self.steps += 1
-                    self.last_step = change
+                    if abs(change) > allowed:
+                        jump = Jump(STEP, change)
+                        self.steps += 1
+                        self.last_step = change
+                    # NOTE(ironic-partition): below the allowance too:
+                    # NTP slewing a node's clock right, round by round,
+                    # is measured as it happens.
                     self._level += change
-                    self._low = min(self._low, self._level)
-                    self._high = max(self._high, self._level)
-                    self.difference = self._high - self._low
             self._offset, self._error, self._at = offset, error, middle
             self._node = node
+            self._place(node)
             return jump
+
+    def _place(self, node):
+        if node is None:
+            return
+        if node in self._unanchored and node not in self._levels:
+            # NOTE(ironic-partition): met again: the inherited levels
+            # relate to the ones measured since through this node.
+            shift = self._level - self._unanchored[node]
+            for other, level in self._unanchored.items():
+                self._levels.setdefault(other, level + shift)
+            self._unanchored = {}
+        self._levels[node] = self._level
+        self._unanchored.pop(node, None)
+        self.difference = max(_spread(self._levels),
+                              _spread(self._unanchored))
+
+    def levels(self):
+        """The levels of the database nodes met, to be kept for a restart.
+
+        :returns: ``{node: seconds}``, the lowest at 0, each node's clock
+            ahead of the lowest's by that much, as last measured; None
+            when no node was named (there is nothing to keep). Inherited
+            levels not yet related to the ones measured here are kept
+            beside them, each set from 0: their spread, and so the
+            difference, is not lost by another restart.
+        """
+        with self._lock:
+            groups = [g for g in (self._levels, self._unanchored) if g]
+        if not groups:
+            return None
+        result = {}
+        for group in groups:
+            low = min(group.values())
+            for node, level in group.items():
+                result.setdefault(node, round(level - low, 3))
+        return dict(sorted(result.items()))
+
+    def inherit(self, levels):
+        """Take in the levels a previous process of the service kept.
+
+        Related to the levels measured here through a node both know;
+        until such a node is met, kept apart (their spread counts, and is
+        measured away only once related). A node measured here keeps its
+        measured level.
+
+        :param levels: what :meth:`levels` returned there, or None.
+        :returns: True when something was inherited.
+        """
+        levels = {str(node): float(level)
+                  for node, level in (levels or {}).items()}
+        if not levels:
+            return False
+        with self._lock:
+            common = [n for n in levels if n in self._levels]
+            if common:
+                anchor = self._node if self._node in common else common[0]
+                shift = self._levels[anchor] - levels[anchor]
+                for node, level in levels.items():
+                    self._levels.setdefault(node, level + shift)
+            else:
+                self._unanchored = levels
+            self.difference = max(_spread(self._levels),
+                                  _spread(self._unanchored))
+            return True
+
+    def describe(self):
+        """Say how far each node's clock runs ahead of the lowest one.
+
+        :returns: a string such as ``db2:3306 +6.000 s, db1:3306 +0.000 s``
+            (highest first), or '' with fewer than two nodes.
+        """
+        levels = self.levels() or {}
+        if len(levels) < 2:
+            return ''
+        return ', '.join('%s %+.3f s' % (node, level) for node, level in
+                         sorted(levels.items(), key=lambda i: -i[1]))
 
     def margin(self):
         """The fencing margin to apply: the configured one, or wider.
@@ -180,16 +282,21 @@ class ClockWatch(object):
                      * (self.lease_time - self.fencing_margin))
         if window >= needed:
             return None
+        nodes = self.describe()
         return _('the clocks of the database server differed by '
                  '%(step).1f s between claim rounds (database nodes whose '
-                 'clocks differ, or a clock stepped on the server), more '
-                 'than '
+                 'clocks differ, or a clock stepped on the server%(nodes)s), '
+                 'more than '
                  '[ironic_partition] lease_time (%(lease).1f s) and '
                  'fencing_margin (%(margin).1f s) can cover; keep the '
                  'clocks of the database nodes within %(tolerance).2f s of '
-                 'each other (NTP), then restart this service') % {
+                 'each other (NTP): this service reports again once its '
+                 'claim rounds measure them within that again (a round '
+                 'answered by each node that was off; a restart keeps what '
+                 'was measured)') % {
                      'step': difference, 'lease': self.lease_time,
                      'margin': self.fencing_margin,
+                     'nodes': ': %s' % nodes if nodes else '',
                      'tolerance': self.tolerance()}
 
     def tolerance(self):

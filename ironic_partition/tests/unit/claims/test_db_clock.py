@@ -117,8 +117,106 @@ class TestClockWatch(base.TestCase):
         self.assertIsNone(watch.problem())
 
     def test_a_backward_jump_on_one_node_is_a_step(self):
-        # The server's clock stepped back: no local stall does that.
+        # The server's clock stepped back: no local stall does that. The
+        # other node met keeps its level: the two now differ by 10 s.
         self.watch.sample(at(0), 100.0, 100.002, 'db1:3306')
-        jump = self.watch.sample(at(50), 160.0, 160.002, 'db1:3306')
+        self.watch.sample(at(60), 160.0, 160.002, 'db2:3306')
+        jump = self.watch.sample(at(110), 220.0, 220.002, 'db2:3306')
         self.assertEqual(db_clock.STEP, jump.kind)
         self.assertAlmostEqual(10.0, self.watch.difference, places=3)
+        self.assertEqual({'db1:3306': 10.0, 'db2:3306': 0.0},
+                         self.watch.levels())
+
+    def test_a_clock_stepped_back_on_the_one_writer_widens_nothing(self):
+        # Every service reads the same clock: every expiry moves alike.
+        jump = None
+        for node in ('db1:3306', None):
+            watch = db_clock.ClockWatch(fencing_margin=6, lease_time=60)
+            watch.sample(at(0), 100.0, 100.002, node)
+            jump = watch.sample(at(-40), 160.0, 160.002, node)
+            self.assertEqual(db_clock.STEP, jump.kind)
+            self.assertEqual(0.0, watch.difference)
+            self.assertEqual(6.0, watch.margin())
+
+    def _refused_on_db3(self, watch):
+        """db2 27 s ahead of db1, db3 55 s: refused (see above)."""
+        watch.sample(at(0), 100.0, 100.002, 'db1:3306')
+        watch.sample(at(60 + 26.95), 160.0, 160.002, 'db2:3306')
+        watch.sample(at(120 + 54.95), 220.0, 220.002, 'db3:3306')
+        self.assertIsNotNone(watch.problem())
+
+    def test_a_refusal_lifts_once_the_clocks_are_measured_right(self):
+        self._refused_on_db3(self.watch)
+        self.assertIn('db3:3306 +54.950 s, db2:3306 +26.950 s, '
+                      'db1:3306 +0.000 s', self.watch.problem())
+        # Still on db3, whose clock NTP then steps back 54.95 s: measured
+        # on the next round. db2, not met again, keeps its 26.95 s: the
+        # lease covers that, the refusal lifts, the margin stays wide.
+        self.watch.sample(at(180), 280.0, 280.002, 'db3:3306')
+        self.assertIsNone(self.watch.problem())
+        self.assertAlmostEqual(26.95, self.watch.difference, places=3)
+        # db2 put right and met again: the configured margin is back.
+        self.watch.sample(at(240), 340.0, 340.002, 'db2:3306')
+        self.assertAlmostEqual(0.0, self.watch.difference, places=3)
+        self.assertEqual(6.0, self.watch.margin())
+
+    def test_a_clock_slewed_right_is_followed_round_by_round(self):
+        # db2 runs 8 s ahead; NTP slews it back 0.03 s a minute, below
+        # what makes a step: its level follows.
+        self.watch.sample(at(0), 100.0, 100.0, 'db1:3306')
+        self.watch.sample(at(60 + 8), 160.0, 160.0, 'db2:3306')
+        ahead = 8.0
+        local = 160.0
+        for _ in range(100):
+            local += 60
+            ahead -= 0.03
+            self.assertIsNone(self.watch.sample(at(local - 100 + ahead),
+                                                local, local, 'db2:3306'))
+        self.assertAlmostEqual(5.0, self.watch.difference, places=3)
+
+    def test_a_restart_keeps_the_measurements_and_the_refusal(self):
+        self._refused_on_db3(self.watch)
+        kept = self.watch.levels()
+        self.assertEqual({'db1:3306': 0.0, 'db2:3306': 26.95,
+                          'db3:3306': 54.95}, kept)
+        again = db_clock.ClockWatch(fencing_margin=6, lease_time=60)
+        self.assertTrue(again.inherit(kept))
+        self.assertIsNotNone(again.problem())
+        # Back on db1 (the clocks not put right): still refused.
+        again.sample(at(1000), 5.0, 5.002, 'db1:3306')
+        self.assertAlmostEqual(54.95, again.difference, places=3)
+        self.assertIn('a restart keeps what was measured', again.problem())
+        # A failover to db3, its clock put right: measured, lifted.
+        again.sample(at(1060), 65.0, 65.002, 'db3:3306')
+        self.assertIsNone(again.problem())
+        self.assertAlmostEqual(26.95, again.difference, places=3)
+        self.assertEqual({'db1:3306': 0.0, 'db2:3306': 26.95,
+                          'db3:3306': 0.0}, again.levels())
+
+    def test_inherited_levels_wait_for_a_node_they_know(self):
+        # The first node met after the restart is new to the record: the
+        # recorded difference stands apart until a node of the record is
+        # met, and then relates through it.
+        watch = db_clock.ClockWatch(fencing_margin=6, lease_time=60)
+        watch.inherit({'db1:3306': 0.0, 'db2:3306': 8.0})
+        watch.sample(at(0), 100.0, 100.002, 'db9:3306')
+        self.assertAlmostEqual(8.0, watch.difference, places=3)
+        self.assertEqual({'db1:3306': 0.0, 'db2:3306': 8.0,
+                          'db9:3306': 0.0}, watch.levels())
+        # db2 is 1 s ahead of db9: so db1 is 7 s behind db9.
+        watch.sample(at(61), 160.0, 160.002, 'db2:3306')
+        self.assertEqual({'db1:3306': 0.0, 'db2:3306': 8.0,
+                          'db9:3306': 7.0}, watch.levels())
+        self.assertAlmostEqual(8.0, watch.difference, places=3)
+        # An inherited record met after a measurement relates at once.
+        late = db_clock.ClockWatch(fencing_margin=6, lease_time=60)
+        late.sample(at(0), 100.0, 100.002, 'db2:3306')
+        late.inherit({'db1:3306': 0.0, 'db2:3306': 8.0})
+        self.assertEqual({'db1:3306': 0.0, 'db2:3306': 8.0},
+                         late.levels())
+        self.assertFalse(late.inherit(None))
+
+    def test_nothing_named_nothing_kept(self):
+        self.watch.sample(at(0), 100.0, 100.002)
+        self.assertIsNone(self.watch.levels())
+        self.assertEqual('', self.watch.describe())
