@@ -16,9 +16,11 @@
 
 Every heartbeat records in the service's row the database node that ran
 it (``host:port`` of the MariaDB or MySQL server,
-:class:`~ironic_partition.db.models.server_node`). On a Galera cluster
-behind HAProxy with one active server and the others ``backup``, all the
-services write through the same node, except:
+:class:`~ironic_partition.db.models.server_node`), and the node that
+answered the service's last claim round (``claims_database_node``; a
+round older than twice ``service_down_time`` is not recorded). On a
+Galera cluster behind HAProxy with one active server and the others
+``backup``, all the services write through the same node, except:
 
 * during a failover, until every service's connections have moved;
 * after the failed node returns: HAProxy sends new connections to it,
@@ -59,16 +61,23 @@ Verdict = collections.namedtuple('Verdict', ['reconnect', 'problem'])
 def writers(services):
     """Group the live services by the database node they write through.
 
+    A service counts under the node of its last heartbeat and under the
+    node of its last claim round: a front end that spreads connections
+    may send the two to different nodes.
+
     :param services: :data:`~ironic_partition.db.services.ServiceRecord`
         rows.
     :returns: ``{node: [host, ...]}``, sorted; services whose node is not
         known are left out.
     """
-    nodes = collections.defaultdict(list)
+    nodes = collections.defaultdict(set)
     for service in services:
-        node = getattr(service, 'database_node', None)
-        if service.alive and node:
-            nodes[node].append(service.host)
+        if not service.alive:
+            continue
+        for node in (getattr(service, 'database_node', None),
+                     getattr(service, 'claims_database_node', None)):
+            if node:
+                nodes[node].add(service.host)
     return {node: sorted(hosts) for node, hosts in sorted(nodes.items())}
 
 

@@ -210,6 +210,7 @@ class ClaimManager(object):
         self._last_seconds = None
         self._last_statements = None
         self._adopted = False
+        self._clocks_inherited = False
         #: The :class:`~ironic_partition.claims.db_clock.ClockWatch` of the
         #: database server's clock: it widens the fencing margin to the
         #: clock differences seen between database nodes.
@@ -380,11 +381,17 @@ class ClaimManager(object):
         try:
             self._ensure_schema()
             self._adopt()
+            self._inherit_clocks()
             before = self._clock()
             owned, server_time, node = self.store.claims.owned_claims(
                 self.role, self.host, incarnation=inc, with_time=True,
                 with_node=True)
-            self._watch_clock(server_time, before, self._clock(), node)
+            try:
+                self._watch_clock(server_time, before, self._clock(), node)
+            finally:
+                if self.identity is not None:
+                    self.identity.note_claim_round(
+                        node, self.clock_watch.levels())
             with self._lock:
                 keep = self._last_reported
             to_release = frozenset(owned) - desired - keep
@@ -425,6 +432,23 @@ class ClaimManager(object):
         return self._conclude(start, statements, ring_nodes, desired,
                               released, claimed, error,
                               None if error else held)
+
+    def _inherit_clocks(self):
+        """Start from what the previous processes measured, once known."""
+        identity = self.identity
+        if self._clocks_inherited or identity is None or \
+                not identity.registered:
+            return
+        self._clocks_inherited = True
+        if self.clock_watch.inherit(identity.inherited_clocks):
+            LOG.info('Inherited the clock measurements of the database '
+                     'nodes that the previous process of %(host)s made: '
+                     '%(nodes)s (difference %(diff).3f s; the next claim '
+                     'rounds measure again the nodes that answer them)',
+                     {'host': self.host,
+                      'nodes': self.clock_watch.describe() or
+                      ', '.join(sorted(identity.inherited_clocks)),
+                      'diff': self.clock_watch.difference})
 
     def _watch_clock(self, server_time, before, after, node=None):
         """Record the server's time; a stall fences, a clock step is logged.
@@ -597,7 +621,8 @@ class ClaimManager(object):
         inc = self.incarnation
         if self.clock_watch.problem():
             # NOTE(ironic-partition): refused by the clock watch: only a
-            # restart, once the clocks agree, reports again.
+            # claim round that measures the clocks within what the lease
+            # covers reports again (a restart inherits the refusal).
             return False
         try:
             self._ensure_schema()

@@ -43,6 +43,7 @@ names the one incarnation that holds the host name, and:
 import os
 import socket
 import threading
+import time
 
 from oslo_log import log as logging
 from oslo_utils import uuidutils
@@ -209,8 +210,17 @@ class Identity(object):
         #: The incarnation whose claims this one may adopt (the previous
         #: holder, provably gone), or None.
         self.adoptable = None
+        #: What the previous processes of this host name measured of the
+        #: database nodes' clocks (``{node: seconds}``), read when this
+        #: one registered; None when nothing.
+        self.inherited_clocks = None
+        #: What this process measured of them, recorded with each
+        #: heartbeat once set (:meth:`note_claim_round`).
+        self.database_clocks = None
         self.registered = False
         self._lost = None
+        self._claims_node = None
+        self._claims_node_at = None
 
     @property
     def lost(self):
@@ -249,6 +259,7 @@ class Identity(object):
             service_down_time=self.service_down_time,
             takeover=self.takeover, gone=provably_gone)
         self.adoptable = result.adoptable
+        self.inherited_clocks = result.database_clocks
         self.registered = True
         if result.replaced is not None:
             LOG.warning('Took over host %(host)s (%(role)s) from '
@@ -261,6 +272,36 @@ class Identity(object):
         LOG.info('Registered as host %(host)s (%(role)s), incarnation '
                  '%(inc)s', {'host': self.host, 'role': self.role,
                              'inc': self.incarnation})
+
+    def note_claim_round(self, node, database_clocks):
+        """Record what the last claim round saw, for the next heartbeats.
+
+        :param node: the database node that answered it, or None.
+        :param database_clocks: the clock levels measured so far
+            (:meth:`~ironic_partition.claims.db_clock.ClockWatch.levels`),
+            or None to keep what the row holds.
+        :returns: None
+        """
+        self._claims_node = node
+        self._claims_node_at = time.monotonic()
+        if database_clocks:
+            self.database_clocks = database_clocks
+
+    def claims_node(self, now=None):
+        """The database node of a recent claim round, or None.
+
+        A round older than twice ``service_down_time`` (Ironic down, only
+        renewals running) says nothing about where the claim statements
+        go now.
+
+        :param now: the monotonic time, now by default.
+        :returns: ``host:port``, or None.
+        """
+        at = self._claims_node_at
+        now = time.monotonic() if now is None else now
+        if at is None or now - at > 2 * self.service_down_time:
+            return None
+        return self._claims_node
 
     def beat(self, partition_key=None, version=None, shard=None,
              outside_peers=None):
@@ -277,7 +318,8 @@ class Identity(object):
         if not self.db.services.beat(
                 self.host, self.role, self.incarnation,
                 partition_key=partition_key, version=version, shard=shard,
-                outside_peers=outside_peers):
+                outside_peers=outside_peers, claims_node=self.claims_node(),
+                database_clocks=self.database_clocks):
             self.mark_lost(self.db.services.describe_holder(self.host,
                                                             self.role))
             self.check()

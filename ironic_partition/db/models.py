@@ -225,6 +225,10 @@ class Service(Base):
     nova-compute counts in its ring from nova's service group while they
     do not heartbeat this database (NULL when none): for ``status`` and
     ``check``, which cannot read nova's service group.
+    ``database_clocks`` is what the service measured of the database
+    nodes' clocks (JSON, see :mod:`ironic_partition.claims.db_clock`),
+    read back when it starts again; ``claims_database_node`` the node
+    that answered its last claim round (NULL when none lately).
     """
 
     __tablename__ = 'ironic_partition_services'
@@ -263,6 +267,10 @@ class Service(Base):
         sa.String(DATABASE_NODE_LENGTH), nullable=True)
     outside_peers: orm.Mapped[str | None] = orm.mapped_column(
         sa.Text, nullable=True)
+    database_clocks: orm.Mapped[str | None] = orm.mapped_column(
+        sa.Text, nullable=True)
+    claims_database_node: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(DATABASE_NODE_LENGTH), nullable=True)
 
 
 class Claim(Base):

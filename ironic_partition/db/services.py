@@ -31,6 +31,7 @@ part.
 """
 
 import collections
+import json
 
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
@@ -45,20 +46,27 @@ from ironic_partition import exception
 #: ``database_node`` is the database node that took the last heartbeat
 #: (``host:port``; None where the database cannot tell);
 #: ``outside_peers`` the peers the service last said it counts from
-#: nova's service group (a tuple, empty when none).
+#: nova's service group (a tuple, empty when none);
+#: ``claims_database_node`` the database node of its last claim round,
+#: and ``database_clocks`` what it measured of the database nodes' clocks
+#: (``{node: seconds}``; None when nothing).
 ServiceRecord = collections.namedtuple(
     'ServiceRecord',
     ['host', 'role', 'partition_key', 'version', 'created_at', 'last_seen',
      'down', 'alive', 'incarnation', 'started_at', 'origin', 'shard',
-     'database_node', 'outside_peers'],
-    defaults=(None, None, None, None, None, ()))
+     'database_node', 'outside_peers', 'claims_database_node',
+     'database_clocks'],
+    defaults=(None, None, None, None, None, (), None, None))
 
 #: What :meth:`ServicesAPI.register_service` did: ``adoptable`` is the
 #: previous incarnation whose claims the new one may adopt (provably
 #: gone), or None; ``replaced`` is the live holder's :data:`ServiceRecord`
-#: a takeover replaced, or None.
-Registration = collections.namedtuple('Registration',
-                                      ['adoptable', 'replaced'])
+#: a takeover replaced, or None; ``database_clocks`` what the previous
+#: processes of the host name measured of the database nodes' clocks, or
+#: None.
+Registration = collections.namedtuple(
+    'Registration', ['adoptable', 'replaced', 'database_clocks'],
+    defaults=(None,))
 
 #: The services of one role and the server's clock when they were read.
 Snapshot = collections.namedtuple('Snapshot', ['as_of', 'services'])
@@ -80,6 +88,35 @@ def split_peers(value):
     :returns: a tuple of names.
     """
     return tuple(p for p in (value or '').split(',') if p)
+
+
+def join_clocks(levels):
+    """The ``database_clocks`` column's value for some clock levels.
+
+    :param levels: ``{node: seconds}``, or None.
+    :returns: a JSON string; None when there are none.
+    """
+    if not levels:
+        return None
+    return json.dumps({str(n): round(float(v), 3)
+                       for n, v in sorted(levels.items())},
+                      sort_keys=True)
+
+
+def split_clocks(value):
+    """The clock levels of a ``database_clocks`` value.
+
+    :param value: the column's value, or None.
+    :returns: ``{node: seconds}``, or None when there are none or the
+        value is not what :func:`join_clocks` writes.
+    """
+    if not value:
+        return None
+    try:
+        levels = json.loads(value)
+        return {str(n): float(v) for n, v in levels.items()} or None
+    except (ValueError, TypeError, AttributeError):
+        return None
 
 
 def key(host, role):
@@ -163,7 +200,7 @@ class ServicesAPI(object):
             table.c.liveness_token, table.c.last_seen, table.c.down,
             sa.case((alive, sa.literal(1)), else_=sa.literal(0)),
             models.utcnow(), table.c.partition_key, table.c.version,
-            table.c.created_at, table.c.shard,
+            table.c.created_at, table.c.shard, table.c.database_clocks,
         ).where(key(host, role))
 
     @_common.retry
@@ -248,7 +285,10 @@ class ServicesAPI(object):
                 conn.execute(sa.update(table).where(
                     key(host, role)).values(**values))
         self._db.stats['registrations'] += 1
-        return Registration(adoptable=adoptable, replaced=replaced)
+        return Registration(
+            adoptable=adoptable, replaced=replaced,
+            database_clocks=split_clocks(row[12]) if row is not None
+            else None)
 
     @_common.retry
     def fence_dead(self, host, role, fence, origin, service_down_time):
@@ -321,7 +361,8 @@ class ServicesAPI(object):
 
     @_common.retry
     def beat(self, host, role, incarnation, partition_key=None,
-             version=None, shard=None, outside_peers=None):
+             version=None, shard=None, outside_peers=None,
+             claims_node=None, database_clocks=None):
         """Heartbeat for an incarnation, only while it holds the host name.
 
         :param host: the host name.
@@ -332,6 +373,11 @@ class ServicesAPI(object):
         :param shard: recorded in the row.
         :param outside_peers: the peers this service counts from nova's
             service group, recorded in the row (none: NULL).
+        :param claims_node: the database node of the service's last claim
+            round, recorded in the row (None: NULL).
+        :param database_clocks: what the service measured of the database
+            nodes' clocks (``{node: seconds}``), recorded in the row; None
+            leaves the recorded value as it is.
         :returns: True when recorded; False when the row names another
             incarnation (or none): this one lost the host name.
         """
@@ -343,7 +389,10 @@ class ServicesAPI(object):
                 version=version, shard=shard, down=False,
                 last_seen=models.utcnow(),
                 database_node=models.server_node(),
-                outside_peers=join_peers(outside_peers))
+                outside_peers=join_peers(outside_peers),
+                claims_database_node=claims_node,
+                **({'database_clocks': join_clocks(database_clocks)}
+                   if database_clocks else {}))
         self._db.stats['heartbeats'] += 1
         return bool(matched)
 
@@ -439,6 +488,7 @@ class ServicesAPI(object):
             sa.case((alive, sa.literal(1)), else_=sa.literal(0)),
             table.c.incarnation, table.c.started_at, table.c.origin,
             table.c.shard, table.c.database_node, table.c.outside_peers,
+            table.c.claims_database_node, table.c.database_clocks,
             models.utcnow(),
         ).where(table.c.role == role).order_by(table.c.host)
         with self._db.reader() as conn:
@@ -454,6 +504,8 @@ class ServicesAPI(object):
                           alive=bool(row[7]), incarnation=row[8],
                           started_at=_common.utc(row[9]), origin=row[10],
                           shard=row[11], database_node=row[12],
-                          outside_peers=split_peers(row[13]))
+                          outside_peers=split_peers(row[13]),
+                          claims_database_node=row[14],
+                          database_clocks=split_clocks(row[15]))
             for row in rows)
         return Snapshot(as_of=_common.utc(now), services=services)

@@ -24,11 +24,11 @@ from ironic_partition.db import services
 from ironic_partition.tests import base
 
 
-def row(host, node, alive=True):
+def row(host, node, alive=True, claims_node=None):
     return services.ServiceRecord(
         host=host, role='nova-compute', partition_key='rack1', version=None,
         created_at=None, last_seen=None, down=False, alive=alive,
-        database_node=node)
+        database_node=node, claims_database_node=claims_node)
 
 
 class TestServerNode(base.TestCase):
@@ -54,6 +54,16 @@ class TestWriters(base.TestCase):
         self.assertEqual('db0:3306 (cn1, cn2); db1:3306 (cn3)',
                          db_writers.describe(nodes))
 
+    def test_the_claim_rounds_node_counts_too(self):
+        # Heartbeats through db0, the claim statements of cn2 through db1
+        # (a front end spreading connections): two writers.
+        nodes = db_writers.writers([
+            row('cn1', 'db0:3306', claims_node='db0:3306'),
+            row('cn2', 'db0:3306', claims_node='db1:3306'),
+            row('cn3', 'db1:3306', alive=False, claims_node='db2:3306')])
+        self.assertEqual({'db0:3306': ['cn1', 'cn2'], 'db1:3306': ['cn2']},
+                         nodes)
+
 
 class TestWriterWatch(base.TestCase):
 
@@ -71,6 +81,13 @@ class TestWriterWatch(base.TestCase):
         # PostgreSQL, SQLite, and rows of services older than the column.
         self.assertEqual((False, None), self.watch.observe(
             [row('cn1', None), row('cn2', None)], 0))
+
+    def test_claim_statements_through_another_node_are_a_problem(self):
+        rows = [row('cn1', 'db0:3306', claims_node='db1:3306'),
+                row('cn2', 'db0:3306', claims_node='db0:3306')]
+        self.assertEqual((True, None), self.watch.observe(rows, 0))
+        verdict = self.watch.observe(rows, 21)
+        self.assertIn('db1:3306 (cn1)', verdict.problem)
 
     def test_failback_heals_after_one_reconnection(self):
         split = [row('cn1', 'db0:3306'), row('cn2', 'db1:3306')]

@@ -231,6 +231,22 @@ def _ids(n, start=0):
     return [str(uuid.UUID(int=i + 1)) for i in range(start, start + n)]
 
 
+class RecordingIdentity(object):
+    """An identity that keeps what the claim rounds note."""
+
+    def __init__(self, inherited=None):
+        self.incarnation = None
+        self.adoptable = None
+        self.lost = None
+        self.registered = True
+        self.inherited_clocks = inherited
+        self.node = self.clocks = None
+
+    def note_claim_round(self, node, clocks):
+        self.node = node
+        self.clocks = clocks or self.clocks
+
+
 class ClaimsTestCase(base.TestCase):
 
     def setUp(self):
@@ -775,6 +791,39 @@ class TestFencing(ClaimsTestCase):
         self.assertIn('ClockStepTooLarge', out.error)
         self.assertEqual(1, a.clock_watch.stalls)
 
+    def test_a_restart_inherits_the_refusal_until_measured(self):
+        # The refused service's measurements go with its heartbeats; the
+        # next process of the host name starts from them: refused on db1
+        # as well, until a round on db2 finds its clock put right.
+        a = self.manager('a')
+        a.identity = me = RecordingIdentity()
+        nodes = _ids(3)
+        self.assertFalse(self._failover_70_s_ahead(a, nodes).ok)
+        self.assertEqual('db2:3306', me.node)
+        self.assertEqual({'db1:3306': 0.0, 'db2:3306': 70.0}, me.clocks)
+        b = self.manager('a')
+        b.identity = RecordingIdentity(inherited=me.clocks)
+        self.db_clock.now -= 70
+        self.db.node = 'db1:3306'
+        self.advance(10)
+        with self.assertLogs(claims.LOG.logger.name, 'INFO') as logs:
+            out = b.round(nodes)
+        self.assertFalse(out.ok)
+        self.assertEqual(frozenset(), out.reported)
+        self.assertIn('ClockStepTooLarge', out.error)
+        self.assertIn('db2:3306 +70.000 s, db1:3306 +0.000 s', out.error)
+        self.assertIn('Inherited the clock measurements of the database '
+                      'nodes that the previous process of a made: db2:3306 '
+                      '+70.000 s, db1:3306 +0.000 s', '\n'.join(logs.output))
+        self.assertFalse(b.keepalive())
+        # db2's clock put right, and a failover to it: measured, lifted.
+        self.advance(10)
+        self.db.node = 'db2:3306'
+        out = b.round(nodes)
+        self.assertTrue(out.ok, out.error)
+        self.assertEqual(0.0, b.clock_watch.difference)
+        self.assertEqual(frozenset(nodes), out.reported)
+
     def test_local_stall_fences_before_the_round_concludes(self):
         # Between the stall's discovery and the renewal, nothing proven
         # by the stopped clock is reportable.
@@ -989,8 +1038,10 @@ class TestPartitionerWithClaims(ClaimsTestCase):
         nodes = _nodes(8, instances={0: 'mine'})
 
         def incarnation(name):
-            me = types.SimpleNamespace(incarnation=name, adoptable=None,
-                                       lost=None, host='cn1')
+            me = types.SimpleNamespace(
+                incarnation=name, adoptable=None, lost=None, host='cn1',
+                registered=True, inherited_clocks=None,
+                note_claim_round=lambda node, clocks: None)
             p = self._make('cn1', nodes, ['cn1'])
             p.claims = claims.ClaimManager(
                 store.Store(self.db, identity=me), 'cn1', 'nova-compute',

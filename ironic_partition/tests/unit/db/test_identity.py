@@ -17,11 +17,13 @@
 import os
 import subprocess
 import sys
+import time
 
 import fixtures
 
 from ironic_partition.db import api as db_api
 from ironic_partition.db import identity
+from ironic_partition.db import services
 from ironic_partition import exception
 from ironic_partition.tests import base
 
@@ -194,6 +196,47 @@ class TestIdentity(base.TestCase):
                                                      second.incarnation))
         self.assertEqual(epochs, self.claims.held_claims(
             'agent', 'cn1', incarnation=second.incarnation))
+
+    def test_clock_measurements_outlive_the_process(self):
+        # What a process measured of the database nodes' clocks is kept
+        # in its row with each heartbeat; the next process of the host
+        # name reads it back when it registers. No measurement yet keeps
+        # what the row holds.
+        first = self._identity()
+        first.register()
+        self.assertIsNone(first.inherited_clocks)
+        first.note_claim_round('db1:3306', {'db1:3306': 0.0,
+                                            'db2:3306': 6.002})
+        first.beat()
+        (row,) = self.db.services.services('agent', 60).services
+        self.assertEqual({'db1:3306': 0.0, 'db2:3306': 6.002},
+                         row.database_clocks)
+        self.assertEqual('db1:3306', row.claims_database_node)
+        first.release(leave=False)
+        second = self._identity()
+        second.register()
+        self.assertEqual({'db1:3306': 0.0, 'db2:3306': 6.002},
+                         second.inherited_clocks)
+        second.beat()
+        (row,) = self.db.services.services('agent', 60).services
+        self.assertEqual({'db1:3306': 0.0, 'db2:3306': 6.002},
+                         row.database_clocks)
+        self.assertIsNone(row.claims_database_node)
+
+    def test_an_old_claim_round_names_no_node(self):
+        # Only renewals lately (Ironic down): where the last round went
+        # says nothing about where the claim statements go now.
+        me = self._identity()
+        me.note_claim_round('db1:3306', None)
+        now = time.monotonic()
+        self.assertEqual('db1:3306', me.claims_node(now))
+        self.assertIsNone(me.claims_node(now + 121))
+
+    def test_unreadable_clock_record_is_nothing(self):
+        self.assertIsNone(services.split_clocks('not json'))
+        self.assertIsNone(services.split_clocks('[1, 2]'))
+        self.assertIsNone(services.split_clocks('{}'))
+        self.assertIsNone(services.join_clocks({}))
 
     def test_crash_on_this_machine_is_provably_gone(self):
         first = self._identity()

@@ -171,7 +171,8 @@ class TestEnsureSchema(_AtHead):
                               db.ensure_schema, upgrade=False)
         self.assertIn('at schema revision 0004_database_node but this code '
                       '(ironic-partition %s) needs %s (the upgrade applies '
-                      '0005_outside_peers, 0006_schema_contract). Run '
+                      '0005_outside_peers, 0006_schema_contract, '
+                      '0007_database_clocks). Run '
                       '"ironic-partition-dbsync upgrade"'
                       % (__version__, migration.head_revision()), str(e))
         self.assertEqual(['0005_outside_peers', '0006_schema_contract'],
