@@ -548,6 +548,24 @@ class GaleraFixture(fixtures.Fixture):
         self._start_node(index)
         self.wait_for_cluster(timeout=timeout)
 
+    def set_clock_offset(self, index, offset, timeout=None):
+        """Restart a node with its wall clock off by ``offset`` seconds.
+
+        The node must not be the only one running; the others keep the
+        cluster (and HAProxy its writer) meanwhile.
+
+        :param index: the node.
+        :param offset: seconds (libfaketime), or None for the real clock.
+        :param timeout: seconds; the fixture's timeout by default.
+        :returns: None
+        """
+        node = self.nodes[index]
+        if index in self.running():
+            self.stop(index, timeout=timeout)
+        node.offset = offset
+        node.env = self._node_env(node)
+        self.start(index, timeout=timeout)
+
     def pause(self, index):
         """SIGSTOP a node; return at once (the others drop it in ~2 s).
 
@@ -639,8 +657,9 @@ class GaleraFixture(fixtures.Fixture):
         """Every node up and synced, node 0 taking the connections.
 
         Undoes whatever faults a test left: resumes paused nodes, rejoins
-        isolated ones, bootstraps the cluster again when no node runs and
-        starts the nodes that do not.
+        isolated ones, bootstraps the cluster again when no node runs,
+        starts the nodes that do not, and restarts a node whose clock a
+        test changed with its configured offset.
 
         :param timeout: seconds allowed to each wait.
         :returns: None
@@ -656,6 +675,10 @@ class GaleraFixture(fixtures.Fixture):
         for index in range(NODES):
             if index not in self.running():
                 self.start(index)
+        for index in range(NODES):
+            if self.nodes[index].offset != self.clock_offsets.get(index):
+                self.set_clock_offset(index, self.clock_offsets.get(index),
+                                      timeout=timeout)
         self.wait_for_cluster(timeout=timeout)
         self.wait_for_haproxy(up=range(NODES), timeout=timeout)
         self._wait(lambda: self.writer() == 0, timeout,

@@ -41,6 +41,9 @@ the fault tests' observer checks I1-I4 over the whole test.
 * ``test_clock_difference_beyond_the_lease``: a failover to ``node2``,
   whose clock is further ahead than the 4 s lease can cover: every agent
   says so and reports nothing; none reports a node another reports.
+  Restarted on node0, they still refuse (what they measured is kept in
+  their rows); once node2's clock is put right and a failover measures
+  it again, they report again.
 * ``test_whole_cluster_restart``: all three nodes stopped, then the
   cluster bootstrapped again from the most advanced one: the agents are
   not ready while it is down, and afterwards every claim is kept or taken
@@ -251,10 +254,44 @@ class GaleraTestCase(test_galera_fixture.SharedGalera,
         self.galera.start(1)
         harness.wait_for(lambda: self.galera.writer() == 0, TIMEOUT,
                          'HAProxy to send connections to node0 again')
-        since = self.counters(HOSTS)
+        pids = {h: self.observer.latest(h).get('pid') for h in HOSTS}
         for host in HOSTS:
             self.agents.restart(host)
-        self.wait_split(HOSTS, 'the split after the restarts', since)
+        # A restart keeps what was measured: node2's clock is still 6 s
+        # off, and the new processes, on node0, refuse as the old ones
+        # did, naming it.
+        node2 = ':%d %+.1f' % (self.galera.nodes[2].port, NODE2_AHEAD)
+
+        def refused_again():
+            reports = self.observer.latest()
+            return all(
+                reports.get(h, {}).get('pid') not in (None, pids[h]) and
+                not reports[h].get('ready') and
+                node2 in (reports[h].get('reason') or '') for h in HOSTS)
+        harness.wait_for(refused_again, TIMEOUT,
+                         'the restarted agents to keep refusing node2\'s '
+                         'clock', interval=0.05,
+                         check=lambda: self.agents.check_alive(HOSTS))
+        for host in HOSTS:
+            self.assertIn('a restart keeps what was measured',
+                          self.observer.latest(host)['reason'], host)
+            self.assertEqual(set(), self.reported(host), host)
+        self.fault("node2's clock put right; node0 and node1 stopped: the "
+                   "agents measure node2 again")
+        since = self.counters(HOSTS)
+        self.galera.set_clock_offset(2, None)
+        self.galera.stop(0)
+        self.galera.stop(1)
+        harness.wait_for(lambda: self.galera.writer() == 2, TIMEOUT,
+                         'HAProxy to send connections to node2')
+        self.wait_ready(HOSTS, 'the agents to lift the refusal on node2',
+                        since)
+        self.wait_split(HOSTS, 'the split on node2', since)
+        # What is left is node1's 2 s where an agent met it on the way:
+        # within what they cover.
+        for host in HOSTS:
+            self.assertLess(_clock_of(self.observer.latest(host)),
+                            NODE1_AHEAD + 0.5, host)
         # I1 and I4 hold; I2 does not, by design: the refusal is a gap.
         self.analyse(i2=False)
 
