@@ -29,6 +29,7 @@ that on first use (Ironic may be down at start), built here.
 """
 
 import dataclasses
+import re
 import typing
 
 from keystoneauth1 import exceptions as ks_exc
@@ -102,6 +103,8 @@ class Settings:
     full_resync_interval: int = _DEFAULTS['full_resync_interval']
     change_feed_overlap: int = _DEFAULTS['change_feed_overlap']
     hand_over_on_stop: typing.Optional[bool] = _DEFAULTS['hand_over_on_stop']
+    #: Database nodes whose inherited clock levels are not taken over.
+    forget_database_clocks: typing.Tuple[str, ...] = ()
     allocation_timeout: int = _DEFAULTS['allocation_timeout']
     #: None: no metrics served.
     metrics_port: typing.Optional[int] = _DEFAULTS['metrics_port']
@@ -187,6 +190,27 @@ def database_settings(conf):
         group.connection, tuple(sorted(db_api.engine_kwargs(group).items())))
 
 
+#: A database node as the services name it: ``@@hostname:@@port``.
+_DATABASE_NODE = re.compile(r'^[^\s:]+:[0-9]{1,5}$')
+
+
+def _database_nodes(values, option):
+    """Check a list of database nodes (``host:port``).
+
+    :param values: the option's value.
+    :param option: its name, for the error.
+    :returns: a tuple of the nodes, lower-cased.
+    :raises ConfigurationError: naming the option and the bad value.
+    """
+    for value in values:
+        if not _DATABASE_NODE.match(value):
+            raise claim_settings.config_error(
+                option, value, 'a database node is "host:port", as the '
+                'services name it in their logs (@@hostname:@@port of '
+                'the MariaDB or MySQL server)')
+    return tuple(sorted({value.lower() for value in values}))
+
+
 def from_conf(conf, cadence=None, partition=None, lenient=False):
     """Read and validate every option a service runs with.
 
@@ -230,6 +254,8 @@ def from_conf(conf, cadence=None, partition=None, lenient=False):
         full_resync_interval=group.full_resync_interval,
         change_feed_overlap=group.change_feed_overlap,
         hand_over_on_stop=group.hand_over_on_stop,
+        forget_database_clocks=_database_nodes(
+            group.forget_database_clocks, 'forget_database_clocks'),
         allocation_timeout=group.allocation_timeout,
         metrics_port=group.metrics_port,
         metrics_host=group.metrics_host,

@@ -147,7 +147,8 @@ def from_settings(settings, store=None, role=None, takeover=False,
                         fencing_margin=timings.fencing_margin,
                         clock=clock, owns_store=owns_store,
                         renew_interval=timings.renew_interval,
-                        hold=settings.cadence.hold)
+                        hold=settings.cadence.hold,
+                        forget_clocks=settings.forget_database_clocks)
 
 
 class ClaimManager(object):
@@ -172,11 +173,13 @@ class ClaimManager(object):
     :param renew_interval: seconds between the lease timer's renewals
         (:meth:`start`); a third of ``lease_time - fencing_margin`` by
         default.
+    :param forget_clocks: database nodes whose clock levels are not taken
+        over from the previous process (``forget_database_clocks``).
     """
 
     def __init__(self, store, host, role, lease_time, fencing_margin,
                  clock=lease_clock, owns_store=False,
-                 renew_interval=None, hold=0.0):
+                 renew_interval=None, hold=0.0, forget_clocks=()):
         if fencing_margin >= lease_time:
             raise claim_settings.config_error(
                 'fencing_margin', fencing_margin,
@@ -211,6 +214,7 @@ class ClaimManager(object):
         self._last_statements = None
         self._adopted = False
         self._clocks_inherited = False
+        self._forget_clocks = frozenset(n.lower() for n in forget_clocks)
         #: The :class:`~ironic_partition.claims.db_clock.ClockWatch` of the
         #: database server's clock: it widens the fencing margin to the
         #: clock differences seen between database nodes.
@@ -440,14 +444,25 @@ class ClaimManager(object):
                 not identity.registered:
             return
         self._clocks_inherited = True
-        if self.clock_watch.inherit(identity.inherited_clocks):
+        inherited = dict(identity.inherited_clocks or {})
+        forgotten = sorted(n for n in inherited
+                           if n.lower() in self._forget_clocks)
+        for node in forgotten:
+            LOG.warning('Not taking over the clock of database node '
+                        '%(node)s (%(level)+.3f s) that the previous process '
+                        'of %(host)s measured: [ironic_partition] '
+                        'forget_database_clocks lists it. It is measured '
+                        'anew if it answers a claim round again.',
+                        {'node': node, 'level': inherited.pop(node),
+                         'host': self.host})
+        if self.clock_watch.inherit(inherited):
             LOG.info('Inherited the clock measurements of the database '
                      'nodes that the previous process of %(host)s made: '
                      '%(nodes)s (difference %(diff).3f s; the next claim '
                      'rounds measure again the nodes that answer them)',
                      {'host': self.host,
                       'nodes': self.clock_watch.describe() or
-                      ', '.join(sorted(identity.inherited_clocks)),
+                      ', '.join(sorted(inherited)),
                       'diff': self.clock_watch.difference})
 
     def _watch_clock(self, server_time, before, after, node=None):

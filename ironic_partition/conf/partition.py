@@ -206,6 +206,20 @@ opts = [
                'agent, the interval inside nova-compute) plus a tenth of '
                'lease_time: 6 s for the agent and 72 s inside '
                'nova-compute, on the defaults.')),
+    cfg.ListOpt(
+        'forget_database_clocks',
+        default=[],
+        help=_('Database nodes, as "host:port" the way the services name '
+               'them (@@hostname:@@port), whose clock this service does '
+               'not take over from what its previous process measured '
+               'when it starts. Each service keeps how far the clock of '
+               'every database node it met runs ahead of the others\', '
+               'across restarts, and refuses a difference the lease '
+               'cannot cover until its claim rounds measure the nodes '
+               'within it again; a node removed from the cluster for good '
+               'can never be measured again. List it here and restart the '
+               'service. A node that answers a claim round is measured '
+               'anew whatever this says. Read at start.')),
     cfg.BoolOpt(
         'hand_over_on_stop',
         mutable=True,

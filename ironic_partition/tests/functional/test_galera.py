@@ -260,14 +260,18 @@ class GaleraTestCase(test_galera_fixture.SharedGalera,
         # A restart keeps what was measured: node2's clock is still 6 s
         # off, and the new processes, on node0, refuse as the old ones
         # did, naming it.
-        node2 = ':%d %+.1f' % (self.galera.nodes[2].port, NODE2_AHEAD)
+        node2 = re.compile(r':%d \+([0-9.]+) s' % self.galera.nodes[2].port)
+
+        def names_node2(reason):
+            found = node2.search(reason or '')
+            return found and abs(float(found.group(1)) - NODE2_AHEAD) < 0.5
 
         def refused_again():
             reports = self.observer.latest()
             return all(
                 reports.get(h, {}).get('pid') not in (None, pids[h]) and
                 not reports[h].get('ready') and
-                node2 in (reports[h].get('reason') or '') for h in HOSTS)
+                names_node2(reports[h].get('reason')) for h in HOSTS)
         harness.wait_for(refused_again, TIMEOUT,
                          'the restarted agents to keep refusing node2\'s '
                          'clock', interval=0.05,

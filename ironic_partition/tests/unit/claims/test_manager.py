@@ -824,6 +824,27 @@ class TestFencing(ClaimsTestCase):
         self.assertEqual(0.0, b.clock_watch.difference)
         self.assertEqual(frozenset(nodes), out.reported)
 
+    def test_a_node_gone_for_good_can_be_forgotten(self):
+        # db2 left the cluster for good with its clock 70 s off: nothing
+        # can measure it again. Listed in forget_database_clocks, the
+        # next process does not take its level over, and says so.
+        nodes = _ids(3)
+        b = claims.ClaimManager(
+            store.Store(self.db), 'a', 'nova-compute', lease_time=LEASE,
+            fencing_margin=MARGIN, clock=self.clock,
+            forget_clocks=['DB2:3306'])
+        b.identity = RecordingIdentity(
+            inherited={'db1:3306': 0.0, 'db2:3306': 70.0})
+        self.db.node = 'db1:3306'
+        with self.assertLogs(claims.LOG.logger.name, 'WARNING') as logs:
+            out = b.round(nodes)
+        self.assertTrue(out.ok, out.error)
+        self.assertIn('Not taking over the clock of database node '
+                      'db2:3306 (+70.000 s)', logs.output[0])
+        self.assertIn('forget_database_clocks', logs.output[0])
+        self.assertEqual(0.0, b.clock_watch.difference)
+        self.assertEqual({'db1:3306': 0.0}, b.identity.clocks)
+
     def test_local_stall_fences_before_the_round_concludes(self):
         # Between the stall's discovery and the renewal, nothing proven
         # by the stopped clock is reportable.

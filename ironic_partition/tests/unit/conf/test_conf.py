@@ -211,6 +211,19 @@ class TestValidate(base.TestCase):
                               settings_mod.from_conf, self.conf)
         self.assertIn('heartbeat_interval', str(e))
 
+    def test_forget_database_clocks_takes_database_nodes(self):
+        self.config(group='ironic_partition',
+                    forget_database_clocks=['db3'])
+        e = self.assertRaises(exception.ConfigurationError,
+                              settings_mod.from_conf, self.conf)
+        self.assertIn('[ironic_partition] forget_database_clocks', str(e))
+        self.assertIn("'db3'", str(e))
+        self.assertIn('"host:port"', str(e))
+        self.config(group='ironic_partition',
+                    forget_database_clocks=['DB3:3306', 'db3:3306'])
+        self.assertEqual(('db3:3306',), settings_mod.from_conf(
+            self.conf).forget_database_clocks)
+
     def test_valid(self):
         self.config(group='ironic_partition', host='a')
         self.config(group='ironic', partition_key='x', peer_list=['a', 'b'])

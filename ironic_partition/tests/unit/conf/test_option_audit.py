@@ -28,8 +28,10 @@ from unittest import mock
 
 import fixtures
 
+from ironic_partition.claims import manager as claims_manager
 from ironic_partition.conf import ironic as ironic_conf
 from ironic_partition.conf import partition as partition_conf
+from ironic_partition.db import store as store_mod
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
 from ironic_partition.membership import database
@@ -83,6 +85,8 @@ AUDITED = {
         _U + 'test_claims.TestSettings.test_automatic_values'],
     ('ironic_partition', 'fencing_margin'): [
         _U + 'test_claims.TestSettings.test_automatic_values'],
+    ('ironic_partition', 'forget_database_clocks'): [
+        _HERE + 'test_forget_database_clocks_reaches_the_claims'],
     ('ironic_partition', 'hand_over_on_stop'): [
         _U + 'virt.test_mixin.TestPartitionMixin.'
         'test_stop_keeps_claims_and_membership_when_told'],
@@ -163,6 +167,15 @@ class TestOptionsAreRead(base.TestCase):
             settings_mod.for_tests('cn1', conf=self.conf),
             membership_base.ROLE_NOVA_COMPUTE, name='database',
             connection=db or mock.Mock())
+
+    def test_forget_database_clocks_reaches_the_claims(self):
+        self.config(group='ironic_partition',
+                    forget_database_clocks=['DB2:3306'])
+        settings = settings_mod.for_tests('cn1', conf=self.conf)
+        manager = claims_manager.from_settings(
+            settings.replace(claims_mode='database'),
+            store=store_mod.Store(mock.Mock()))
+        self.assertEqual(frozenset(['db2:3306']), manager._forget_clocks)
 
     def test_heartbeat_interval_paces_the_heartbeats(self):
         self.config(group='ironic_partition', heartbeat_interval=3)
