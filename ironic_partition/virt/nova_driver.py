@@ -783,6 +783,29 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             return False
         return super().is_node_deleted(nodename)
 
+    def _write_refusal(self, instance, action, outcome):
+        """Why this service may not write to an instance's node now.
+
+        Logs one line naming the node, the claim's holder, the reason and
+        what nova does next.
+
+        :param instance: the nova ``Instance``.
+        :param action: what was asked, for the line (``deploy to``).
+        :param outcome: what happens instead, for the line.
+        :returns: ``(reason, holder)``, or None when it may.
+        """
+        node_id = instance.get('node')
+        refusal = node_id and self.partitioner.spawn_refusal(node_id)
+        if not refusal:
+            return None
+        holder = self.partitioner.claim_holder(node_id)
+        LOG.warning('Refusing to %(action)s node %(node)s (claim held by '
+                    '%(holder)s): %(reason)s; %(outcome)s',
+                    {'action': action, 'node': node_id, 'holder': holder,
+                     'reason': refusal, 'outcome': outcome},
+                    instance=instance)
+        return refusal, holder
+
     def prepare_for_spawn(self, instance):
         """Reserve the node, only while this service may report it.
 
@@ -806,13 +829,10 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         :returns: None
         """
         node_id = instance.get('node')
-        refusal = node_id and self.partitioner.spawn_refusal(node_id)
-        if refusal:
-            holder = self.partitioner.claim_holder(node_id)
-            LOG.warning('Refusing to deploy to node %(node)s (claim held by '
-                        '%(holder)s): %(reason)s; nova reschedules the '
-                        'build', {'node': node_id, 'holder': holder,
-                                  'reason': refusal}, instance=instance)
+        refused = self._write_refusal(instance, 'deploy to',
+                                      'nova reschedules the build')
+        if refused:
+            refusal, holder = refused
             raise nova_exception.ComputeResourcesUnavailable(
                 reason='node %s may not be deployed by %s: %s (claim held '
                        'by %s)' % (node_id, self._nova_host, refusal,
@@ -849,6 +869,48 @@ class IronicPartitionDriver(mixin.PartitionMixin,
             raise nova_exception.ComputeResourcesUnavailable(
                 reason='node %s could not be reserved: %s'
                        % (node_id, exception.one_line(cause)))
+
+    def rebuild(self, context, instance, image_meta, injected_files,
+                admin_password, allocations, bdms, detach_block_devices,
+                attach_block_devices, network_info=None, evacuate=False,
+                block_device_info=None, preserve_ephemeral=False,
+                accel_uuids=None, reimage_boot_volume=False):
+        """Redeploy a server's node, only while this service may report it.
+
+        A rebuild writes to the server's node (nova's driver asks Ironic
+        to redeploy it), so it has the spawn's gate: when this service
+        cannot prove the node is its own now (not ready, fenced, the claim
+        held by another service), nothing is asked of Ironic, one line
+        names the node, the claim's holder and the reason, and nova keeps
+        the server as it was (``InstanceFaultRollback``: its state back,
+        the reason in the rebuild's instance action event). nova 34 as
+        released may still turn this into a ``KeyError`` on its way out
+        (see the contributor guide's proposed nova fixes).
+
+        :raises InstanceFaultRollback: wrapping ``VirtDriverNotReady``,
+            when the node may not be written now.
+        :returns: what nova's driver returns.
+        """
+        node_id = instance.get('node')
+        refused = self._write_refusal(
+            instance, 'rebuild on', 'nothing was asked of Ironic, nova '
+            'keeps the server as it was')
+        if refused:
+            refusal, holder = refused
+            raise nova_exception.InstanceFaultRollback(
+                inner_exception=nova_exception.VirtDriverNotReady(
+                    message='Rebuild refused before anything was written '
+                            'to node %s: compute %s may not act on it now '
+                            '(%s; claim held by %s); the server is '
+                            'unchanged, retry once the compute is ready'
+                            % (node_id, self._nova_host, refusal, holder)))
+        return super().rebuild(
+            context, instance, image_meta, injected_files, admin_password,
+            allocations, bdms, detach_block_devices, attach_block_devices,
+            network_info=network_info, evacuate=evacuate,
+            block_device_info=block_device_info,
+            preserve_ephemeral=preserve_ephemeral, accel_uuids=accel_uuids,
+            reimage_boot_volume=reimage_boot_volume)
 
     def _reserved_by_other(self, node_id, instance_uuid):
         try:

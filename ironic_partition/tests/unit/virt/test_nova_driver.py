@@ -159,6 +159,51 @@ class TestSpawnPolicy(base.TestCase):
                           self.driver.prepare_for_spawn, self.instance)
 
 
+class TestRebuildPolicy(base.TestCase):
+    """``rebuild``: the spawn's gate, and nova keeps the server."""
+
+    def setUp(self):
+        super().setUp()
+        self.partitioner = FakePartitioner()
+        self.driver = _bare_driver(partitioner=self.partitioner)
+        self.instance = mock.MagicMock(uuid=INSTANCE)
+        self.instance.get.return_value = NODE
+        patcher = mock.patch.object(ironic_driver.IronicDriver, 'rebuild',
+                                    autospec=True)
+        self.nova_rebuild = patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def _rebuild(self):
+        return self.driver.rebuild(
+            'ctxt', self.instance, 'image', [], 'pw', {}, [], None, None,
+            network_info='net', preserve_ephemeral=True,
+            reimage_boot_volume=False)
+
+    def test_a_node_it_may_not_write_is_refused_before_ironic(self):
+        self.partitioner.refusal = 'no refresh of this service has ' \
+            'succeeded yet'
+        e = self.assertRaises(nova_exception.InstanceFaultRollback,
+                              self._rebuild)
+        self.assertIsInstance(e.inner_exception,
+                              nova_exception.VirtDriverNotReady)
+        self.assertEqual(
+            'Rebuild refused before anything was written to node %s: '
+            'compute cn1 may not act on it now (no refresh of this '
+            'service has succeeded yet; claim held by cn2); the server is '
+            'unchanged, retry once the compute is ready' % NODE,
+            str(e.inner_exception))
+        self.nova_rebuild.assert_not_called()
+
+    def test_a_node_it_may_write_goes_to_novas_rebuild(self):
+        self.nova_rebuild.return_value = 'done'
+        self.assertEqual('done', self._rebuild())
+        self.nova_rebuild.assert_called_once_with(
+            self.driver, 'ctxt', self.instance, 'image', [], 'pw', {}, [],
+            None, None, network_info='net', evacuate=False,
+            block_device_info=None, preserve_ephemeral=True,
+            accel_uuids=None, reimage_boot_volume=False)
+
+
 class TestClaimGate(base.TestCase):
     """``node_is_available``: nova's claims asked of the reporting gate."""
 
