@@ -45,31 +45,35 @@ def installed_path(package):
 
 
 def patched_copy(package, patch_file, dest, include=None):
-    """Copy an installed package under ``dest`` and apply a patch to it.
+    """Copy an installed package under ``dest`` and apply patches to it.
 
-    Only the patch's files under the package are applied (a release note,
-    say, has nowhere to go in an installed package).
+    Only the patches' files under the package are applied (a release
+    note, say, has nowhere to go in an installed package).
 
     :param package: the top-level package, e.g. ``oslo_service``.
     :param patch_file: a ``git format-patch`` file with paths relative to
-        the project's root (``oslo_service/...``).
+        the project's root (``oslo_service/...``), or a list of them,
+        applied in order.
     :param dest: an empty directory of the caller's.
     :param include: a ``git apply --include`` pattern to apply part of
         the patch (its tests alone on the release, say); the whole
         package's part by default.
     :returns: ``dest``, to put first on a process's ``PYTHONPATH``.
-    :raises HarnessError: when the patch does not apply, with git's words.
+    :raises HarnessError: when a patch does not apply, with git's words.
     """
     shutil.copytree(installed_path(package), os.path.join(dest, package),
                     ignore=shutil.ignore_patterns('__pycache__'))
-    result = subprocess.run(
-        ['git', 'apply', '--include=%s' % (include or package + '/*'),
-         os.path.abspath(patch_file)],
-        cwd=dest, capture_output=True, text=True)
-    if result.returncode:
-        raise harness_process.HarnessError(
-            '%s does not apply to the installed %s: %s' % (
-                patch_file, package, result.stderr.strip()))
+    patches = ([patch_file] if isinstance(patch_file, str)
+               else list(patch_file))
+    for patch in patches:
+        result = subprocess.run(
+            ['git', 'apply', '--include=%s' % (include or package + '/*'),
+             os.path.abspath(patch)],
+            cwd=dest, capture_output=True, text=True)
+        if result.returncode:
+            raise harness_process.HarnessError(
+                '%s does not apply to the installed %s: %s' % (
+                    patch, package, result.stderr.strip()))
     return dest
 
 

@@ -773,6 +773,27 @@ class ServersLaneTest(_recover.RecoverScenario, test_nova_compute._Lane):
                                   interval=1, check=self.nova.check_services)
         return (server.fault or {}).get('message')
 
+    def _last_action_details(self, server_id, action):
+        """The error of the last ``action`` on a server, as nova records it.
+
+        An ACTIVE server shows no fault: a refused operation that nova
+        rolled back is in the server's instance actions, whose events
+        carry the error's message from compute API 2.84 on
+        (``openstack server event show``).
+        """
+        resp = self.conn.compute.get(
+            '/servers/%s/os-instance-actions' % server_id,
+            microversion='2.84')
+        self.assertEqual(200, resp.status_code, resp.text)
+        request_id = [a['request_id'] for a in resp.json()['instanceActions']
+                      if a['action'] == action][0]
+        resp = self.conn.compute.get(
+            '/servers/%s/os-instance-actions/%s' % (server_id, request_id),
+            microversion='2.84')
+        self.assertEqual(200, resp.status_code, resp.text)
+        return [(e['event'], e['result'], e.get('details'))
+                for e in resp.json()['instanceAction']['events']]
+
     def _conductor_log(self, needle, since):
         for cond in self.ironic.conductors:
             with open(cond.log_path, 'rb') as stream:
@@ -785,6 +806,10 @@ class ServersLaneTest(_recover.RecoverScenario, test_nova_compute._Lane):
 
     def _with_fixes(self, fixed_nova, fixed_ironic):
         """Restart the computes and conductors on the fixed copies."""
+        # NOTE(ironic-partition): cleanups run last first: registered
+        # before the environments' restores, the restart runs after them,
+        # on the releases, and before the copies are removed.
+        self.addCleanup(self._restart_all)
         for cond in self.ironic.conductors:
             self.addCleanup(setattr, cond, 'env', cond.env)
             cond.env = upstream.pythonpath(fixed_ironic, cond.env)
@@ -792,9 +817,6 @@ class ServersLaneTest(_recover.RecoverScenario, test_nova_compute._Lane):
             compute = self.nova.computes[host]
             self.addCleanup(setattr, compute, 'env', compute.env)
             compute.env = upstream.pythonpath(fixed_nova, compute.env)
-        # Cleanups run last first: the releases come back after the
-        # environments are restored.
-        self.addCleanup(self._restart_all)
         self._restart_all()
 
     def _restart_all(self):
@@ -839,7 +861,9 @@ class ServersLaneTest(_recover.RecoverScenario, test_nova_compute._Lane):
             '2.93: %s\n2.92: %s' % (fault, line)))
         tmp = self.useFixture(fixtures.TempDir()).path
         fixed_nova = upstream.patched_copy(
-            'nova', test_upstream_fixes.NOVA_REBUILD,
+            'nova', [test_upstream_fixes.NOVA_REBUILD,
+                     test_upstream_fixes.NOVA_REBUILD_FAILURE,
+                     test_upstream_fixes.NOVA_ABORT_CLAIM],
             os.path.join(tmp, 'nova'))
         fixed_ironic = upstream.patched_copy(
             'ironic', test_upstream_fixes.IRONIC_REBUILD,
@@ -860,4 +884,44 @@ class ServersLaneTest(_recover.RecoverScenario, test_nova_compute._Lane):
             '"active"' % node, rebuilt))
         self.addDetail('rebuild', content.text_content(
             'ACTIVE again %.1f s after the rebuild at 2.93' % took))
+        # Its compute restarted while the claims database does not
+        # answer: not ready, it may not act on the node. A rebuild is
+        # refused before Ironic is asked; nova keeps the server ACTIVE,
+        # the reason in the rebuild's event (on the release, nova's
+        # failure path turned it into a KeyError and the server into
+        # ERROR).
+        owner = instance.host
+        self.nova.stop_compute(owner)
+        self.nova.membership_proxy.cut()
+        try:
+            started = time.time()
+            self.nova.start_compute(owner)
+            self.wait_log(owner, 'Not ready: the membership and claims '
+                          'database does not answer', started,
+                          self.takeover_bound())
+            refused = time.time()
+            self._rebuild(server_id, '2.93')
+            self.assertIsNone(self._wait_rebuilt(server_id, 'ACTIVE'))
+            events = self._last_action_details(server_id, 'rebuild')
+            (result, details), = [(r, d) for e, r, d in events
+                                  if e == 'compute_rebuild_instance']
+            self.assertEqual('Error', result)
+            self.assertRegex(
+                details, r'^Rebuild refused before anything was written to '
+                r'node %s: compute %s may not act on it now \(no refresh '
+                r'of this service has succeeded yet; claim held by \w+\); '
+                r'the server is unchanged, retry once the compute is '
+                r'ready$' % (node, owner))
+            self.assertIsNone(self._conductor_log(
+                'Node %s moved to provision state "deploying"' % node,
+                refused))
+            self.assertEqual('active',
+                             self.records.nodes()[node].provision_state)
+            self.addDetail('refused-rebuild', content.text_content(
+                repr(events)))
+        finally:
+            self.nova.membership_proxy.restore()
+        self.wait_log(owner, 'Registered as host %s ' % owner, started,
+                      self.takeover_bound())
+        self.steady()
         self.delete_all_and_check([server_id], since)

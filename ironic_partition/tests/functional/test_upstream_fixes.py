@@ -19,7 +19,8 @@ the installed package (:mod:`ironic_partition.testing.install.upstream`), and
 the unit tests it adds are run there: they pass with the fix, and on the
 release they fail the way the bug does. The lanes show the same fixes in
 real services (``test_nova_compute`` for SIGHUP, ``test_nova_servers``
-for a rebuild), in ``tox -e functional-long``.
+for a rebuild, and for a rebuild refused while not ready), in
+``tox -e functional-long``.
 """
 
 import os
@@ -58,6 +59,22 @@ NEW_NOVA_REBUILD_TESTS = (
     'test_rebuild_image_backed_reimage_boot_volume',
     'test_rebuild_volume_backed_reimage_boot_volume',
 )
+#: The nova fix: a failed same-host rebuild keeps the server's
+#: allocation, and its own error (no KeyError for an untracked node).
+NOVA_REBUILD_FAILURE = os.path.join(
+    UPSTREAM, 'nova-rebuild-failure-keeps-allocation.patch')
+NOVA_COMPUTE_TESTS = 'nova.tests.unit.compute.test_compute_mgr.' \
+    'ComputeManagerUnitTestCase'
+NEW_NOVA_REBUILD_FAILURE_TESTS = (
+    'test_rebuild_driver_error_same_host_keeps_allocation',
+    'test_rebuild_driver_error_untracked_node_keeps_the_error',
+)
+#: The nova fix: aborting a claim on a node the tracker dropped since.
+NOVA_ABORT_CLAIM = os.path.join(UPSTREAM,
+                                'nova-abort-claim-untracked-node.patch')
+NOVA_CLAIM_TESTS = 'nova.tests.unit.compute.test_resource_tracker.' \
+    'TestInstanceClaim'
+NEW_NOVA_ABORT_CLAIM_TESTS = ('test_claim_abort_node_no_longer_tracked',)
 #: The Ironic fix: a rebuild no longer reads an unbound auto_lessee.
 IRONIC_REBUILD = os.path.join(UPSTREAM, 'ironic-rebuild-auto-lessee.patch')
 IRONIC_REBUILD_TESTS = 'ironic.tests.unit.conductor.test_deployments.' \
@@ -134,6 +151,8 @@ class _RebuildFix(object):
     #: The new test that fails on the release, and the bug's error there.
     FAILS_ON_RELEASE = None
     THE_BUG = None
+    #: unittest's last line for the new tests on the release.
+    ON_RELEASE = 'FAILED (errors=1)'
 
     def _run(self, include=None):
         tmp = self.useFixture(fixtures.TempDir()).path
@@ -147,6 +166,8 @@ class _RebuildFix(object):
             text=True, timeout=300)
         self.addDetail('unittest-%s' % ('release' if include else 'fix'),
                        content.text_content(result.stderr))
+        if include:
+            self.release_output = result.stderr
         return result
 
     def test_the_fix_passes_its_tests(self):
@@ -165,7 +186,7 @@ class _RebuildFix(object):
         self.assertNotEqual(0, result.returncode)
         self.assertIn('ERROR: %s ' % self.FAILS_ON_RELEASE, result.stderr)
         self.assertIn(self.THE_BUG, result.stderr)
-        self.assertIn('FAILED (errors=1)', result.stderr)
+        self.assertIn(self.ON_RELEASE, result.stderr)
 
 
 class NovaIronicRebuildTest(_RebuildFix, base.BaseTestCase):
@@ -183,6 +204,48 @@ class NovaIronicRebuildTest(_RebuildFix, base.BaseTestCase):
     FAILS_ON_RELEASE = 'test_rebuild_image_backed_reimage_boot_volume'
     THE_BUG = ("nova.exception.NovaException: Ironic doesn't support "
                "rebuilding volume backed instances.")
+
+
+class NovaRebuildFailureTest(_RebuildFix, base.BaseTestCase):
+    """The proposed nova fix for a failed rebuild, on the installed nova 34.
+
+    On the release, a driver error on a server whose node the resource
+    tracker does not track becomes a KeyError (the fault nova records
+    when our driver refuses a rebuild while not ready), and one on a
+    tracked node removes the server's own allocation.
+    """
+
+    PACKAGE = 'nova'
+    PATCH = NOVA_REBUILD_FAILURE
+    CASE = NOVA_COMPUTE_TESTS
+    NEW_TESTS = NEW_NOVA_REBUILD_FAILURE_TESTS
+    KEPT = 'test_rebuild_driver_error_evacuate'
+    FAILS_ON_RELEASE = \
+        'test_rebuild_driver_error_untracked_node_keeps_the_error'
+    THE_BUG = "KeyError: 'fake-node'"
+    ON_RELEASE = 'FAILED (failures=1, errors=1)'
+
+    def test_the_release_fails_them_as_the_bug_does(self):
+        super().test_the_release_fails_them_as_the_bug_does()
+        # And the other: the server's own allocation removed.
+        self.assertIn('FAIL: test_rebuild_driver_error_same_host_keeps_'
+                      'allocation ', self.release_output)
+
+
+class NovaAbortClaimTest(_RebuildFix, base.BaseTestCase):
+    """The proposed nova fix for an aborted claim, on the installed nova 34.
+
+    On the release, the abort fails with the KeyError nova-compute logs
+    when our spawn check refuses a node another compute took over.
+    """
+
+    PACKAGE = 'nova'
+    PATCH = NOVA_ABORT_CLAIM
+    CASE = NOVA_CLAIM_TESTS
+    NEW_TESTS = NEW_NOVA_ABORT_CLAIM_TESTS
+    KEPT = 'test_claim_abort'
+    FAILS_ON_RELEASE = 'test_claim_abort_node_no_longer_tracked'
+    THE_BUG = "KeyError: 'fake-node'"
 
 
 class IronicRebuildAutoLesseeTest(_RebuildFix, base.BaseTestCase):
