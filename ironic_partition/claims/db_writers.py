@@ -96,8 +96,9 @@ class WriterWatch(object):
 
     An *episode* begins at the first reading that shows several nodes and
     ends once the readings have shown one node for ``settle`` seconds in a
-    row. An episode that has lasted ``settle`` seconds with several nodes
-    still shown is a problem until it ends: a load balancer that spreads
+    row, or when the database fails the service (:meth:`reset`). An
+    episode that has lasted ``settle`` seconds with several nodes still
+    shown is a problem until it ends: a load balancer that spreads
     connections shows one node now and then, and readiness must not flap
     with it.
 
@@ -115,6 +116,20 @@ class WriterWatch(object):
         self._failing = False
         #: The last grouping seen (:func:`writers`).
         self.nodes = {}
+
+    def reset(self):
+        """End the episode: the database failed this service meanwhile.
+
+        An outage breaks every connection, the services' included: the
+        rows read before it say nothing about where the connections opened
+        after it go. The next several-node reading starts a new episode
+        (and reconnects), instead of being judged against one that began
+        before the outage.
+
+        :returns: None
+        """
+        self.since = self._agreed = self._reconnected = None
+        self._failing = False
 
     def observe(self, services, now):
         """Judge one reading of the services rows.

@@ -431,6 +431,12 @@ class ClaimManager(object):
         except DATABASE_ERRORS as exc:
             self.forget_if_identity_lost(exc)
             error = '%s: %s' % (type(exc).__name__, exc)
+            if self.identity is not None:
+                # NOTE(ironic-partition): where a failed round's statements
+                # went says nothing about where the next ones go (an
+                # outage, a failover): the heartbeats record no claims
+                # node until a round succeeds again.
+                self.identity.note_claim_round(None, None)
         else:
             claimed = frozenset(held) - valid
         return self._conclude(start, statements, ring_nodes, desired,

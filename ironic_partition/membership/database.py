@@ -349,6 +349,7 @@ class DatabaseMembership(base.MembershipBackend):
 
     def _note_outage(self):
         """Remember that the database failed this service just now."""
+        self._writers.reset()
         with self._lock:
             if self._outage_peers is None:
                 snapshot = self._snapshot

@@ -89,6 +89,21 @@ class TestWriterWatch(base.TestCase):
         verdict = self.watch.observe(rows, 21)
         self.assertIn('db1:3306 (cn1)', verdict.problem)
 
+    def test_an_outage_ends_the_episode(self):
+        # A failback's episode had not ended when the whole cluster went
+        # down; after the bootstrap, a transient split is a new episode
+        # (reconnect), not the old one grown past settle (not ready).
+        split = [row('cn1', 'db0:3306'), row('cn2', 'db1:3306')]
+        joined = [row('cn1', 'db0:3306'), row('cn2', 'db0:3306')]
+        self.assertEqual((True, None), self.watch.observe(split, 0))
+        self.assertEqual((False, None), self.watch.observe(joined, 5))
+        self.watch.reset()
+        self.assertIsNone(self.watch.since)
+        self.assertEqual((True, None), self.watch.observe(split, 38))
+        self.assertEqual(38, self.watch.since)
+        # A lasting spread after it is still a problem.
+        self.assertIsNotNone(self.watch.observe(split, 58).problem)
+
     def test_failback_heals_after_one_reconnection(self):
         split = [row('cn1', 'db0:3306'), row('cn2', 'db1:3306')]
         joined = [row('cn1', 'db0:3306'), row('cn2', 'db0:3306')]

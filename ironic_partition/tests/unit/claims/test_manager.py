@@ -799,7 +799,8 @@ class TestFencing(ClaimsTestCase):
         a.identity = me = RecordingIdentity()
         nodes = _ids(3)
         self.assertFalse(self._failover_70_s_ahead(a, nodes).ok)
-        self.assertEqual('db2:3306', me.node)
+        # A refused round records what it measured, not where it went.
+        self.assertIsNone(me.node)
         self.assertEqual({'db1:3306': 0.0, 'db2:3306': 70.0}, me.clocks)
         b = self.manager('a')
         b.identity = RecordingIdentity(inherited=me.clocks)
@@ -823,6 +824,20 @@ class TestFencing(ClaimsTestCase):
         self.assertTrue(out.ok, out.error)
         self.assertEqual(0.0, b.clock_watch.difference)
         self.assertEqual(frozenset(nodes), out.reported)
+
+    def test_a_failed_round_records_no_claims_node(self):
+        # The node of the last good round would be stale after an outage
+        # or a failover: the heartbeats must not record it.
+        a = self.manager('a')
+        a.identity = me = RecordingIdentity()
+        nodes = _ids(3)
+        self.db.node = 'db1:3306'
+        a.round(nodes)
+        self.assertEqual('db1:3306', me.node)
+        self.db.fail = db_exc.DBConnectionError('down')
+        self.assertFalse(a.round(nodes).ok)
+        self.assertIsNone(me.node)
+        self.assertEqual({'db1:3306': 0.0}, me.clocks)
 
     def test_a_node_gone_for_good_can_be_forgotten(self):
         # db2 left the cluster for good with its clock 70 s off: nothing

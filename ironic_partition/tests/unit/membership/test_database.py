@@ -308,6 +308,18 @@ class TestDatabaseMembership(test_base.BaseTestCase):
             self.assertEqual({'me'}, membership.live)
             self.assertEqual({'peer'}, membership.dead)
 
+    def test_an_outage_ends_a_several_writers_episode(self):
+        # An episode begun before the database failed this service is not
+        # carried past the outage (every connection is new after it).
+        b = self._backend(partition_key='')
+        b.start()
+        b.members('', ['me'])
+        b._writers.since = b._writers._reconnected = 1.0
+        with mock.patch.object(b.store.services, 'services', autospec=True,
+                               side_effect=RuntimeError('gone')):
+            self.assertTrue(b.members('', ['me']).stale)
+        self.assertIsNone(b._writers.since)
+
     def test_a_peer_marked_down_during_an_outage_is_not_kept(self):
         b = self._backend(partition_key='')
         b.start()
