@@ -99,7 +99,9 @@ def read_services(membership, role):
     :param role: the service role.
     :returns: a list of dicts with ``host``, ``alive``, ``incarnation``
         (None once the process gave the name up), ``started_at``,
-        ``origin`` and ``partition_key``; empty without a database.
+        ``origin``, ``partition_key`` and ``database_clocks`` (what the
+        service measured of the database nodes' clocks, or None); empty
+        without a database.
     """
     db = getattr(getattr(membership, 'store', None), 'db', None)
     if db is None:
@@ -109,8 +111,29 @@ def read_services(membership, role):
              'incarnation': s.incarnation,
              'started_at': (s.started_at.isoformat()
                             if s.started_at is not None else None),
-             'origin': s.origin, 'partition_key': s.partition_key}
+             'origin': s.origin, 'partition_key': s.partition_key,
+             'database_clocks': s.database_clocks}
             for s in db.services.services(role, down_time).services]
+
+
+#: The spread of a service's recorded database clocks worth a word in
+#: ``status`` (the example alert's threshold, see the metrics page).
+CLOCKS_WORTH_SHOWING = 0.5
+
+
+def _clocks(levels):
+    """The database clocks a service measured, when they differ.
+
+    :param levels: ``{node: seconds}``, or None.
+    :returns: ``'; database clocks: db3:3306 +6.002 s, ...'`` (highest
+        first) when they spread over :data:`CLOCKS_WORTH_SHOWING`, else ''.
+    """
+    if not levels or (max(levels.values()) - min(levels.values())
+                      < CLOCKS_WORTH_SHOWING):
+        return ''
+    return '; ' + _('database clocks: %s') % ', '.join(
+        '%s %+.3f s' % (node, level) for node, level in
+        sorted(levels.items(), key=lambda i: -i[1]))
 
 
 def read_claims(conf, membership, role, settings):
@@ -350,6 +373,7 @@ class PeersColumn(columns.FormattableColumn):
                     'started': holder['started_at'] or '?'}
                     if holder['incarnation'] else
                     '; ' + _('name given up'))
+                process += _clocks(holder.get('database_clocks'))
             lines.append('%s: %s%s' % (name, state, process))
         if peers['stale']:
             lines.append(_('STALE: the membership source is unreachable'))

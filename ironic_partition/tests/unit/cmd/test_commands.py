@@ -103,6 +103,25 @@ class TestStatus(CommandTestCase):
                       "another [ironic_partition_database] connection",
                       line)
 
+    def test_peers_show_the_database_clocks_they_measured(self):
+        # A refusal for the database nodes' clocks is visible without the
+        # service's log: the clocks its row keeps, when they differ.
+        peers = {'live': ['a1', 'a3'], 'dead': [], 'never_seen': [],
+                 'stale': False}
+        services = [
+            {'host': 'a1', 'incarnation': 'i1', 'origin': 'm1 pid 1',
+             'started_at': 't1', 'database_clocks': {
+                 'db1:3306': 0.0, 'db3:3306': 6.002}},
+            {'host': 'a3', 'incarnation': 'i3', 'origin': 'm3 pid 3',
+             'started_at': 't3', 'database_clocks': {
+                 'db1:3306': 0.0, 'db3:3306': 0.004}}]
+        text = status.PeersColumn(
+            (peers, services, ['a1', 'a3'], 'a1')).human_readable()
+        self.assertEqual(
+            'a1: live (this host); m1 pid 1 since t1; database clocks: '
+            'db3:3306 +6.002 s, db1:3306 +0.000 s\n'
+            'a3: live; m3 pid 3 since t3', text)
+
     def test_no_alive_conductor_is_advice(self):
         self.client.conductors = [dict(c, alive=False)
                                   for c in self.client.conductors]
