@@ -18,9 +18,10 @@ Every heartbeat records in the service's row the database node that ran
 it (``host:port`` of the MariaDB or MySQL server,
 :class:`~ironic_partition.db.models.server_node`), and the node that
 answered the service's last claim round (``claims_database_node``; a
-round older than twice ``service_down_time`` is not recorded). On a
-Galera cluster behind HAProxy with one active server and the others
-``backup``, all the services write through the same node, except:
+failed round, or one older than twice ``service_down_time``, is not
+recorded). On a Galera cluster behind HAProxy with one active server and
+the others ``backup``, all the services write through the same node,
+except:
 
 * during a failover, until every service's connections have moved;
 * after the failed node returns: HAProxy sends new connections to it,
