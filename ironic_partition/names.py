@@ -12,7 +12,8 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The one set of rules for conductor group, shard and host names.
+"""The one set of rules for conductor group, shard, host and database
+node names.
 
 The options (``[ironic] partition_key``, ``shard``, ``peer_list``), the
 inspection hook's map and the node index all check names here, with
@@ -105,6 +106,27 @@ def check_host(value):
               '%(allowed)s and may not be empty') %
             {'value': value, 'allowed': ALPHABET})
     return value
+
+
+_DATABASE_NODE_RE = re.compile(r'[^\s:]+:[0-9]{1,5}\Z')
+
+
+def check_database_node(value):
+    """Check a database node as the services name it (``host:port``).
+
+    The name is MariaDB's or MySQL's ``@@hostname:@@port``, the one the
+    services log and record for each heartbeat and claim round.
+
+    :param value: the raw string.
+    :returns: the lower-cased value.
+    :raises ValueError: with a message saying what is allowed.
+    """
+    if not _DATABASE_NODE_RE.match(value):
+        raise ValueError(
+            _('%r is not a database node: a database node is "host:port", '
+              'as the services name it in their logs (@@hostname:@@port of '
+              'the MariaDB or MySQL server)') % value)
+    return value.lower()
 
 
 def key(value):

@@ -29,7 +29,6 @@ that on first use (Ironic may be down at start), built here.
 """
 
 import dataclasses
-import re
 import typing
 
 from keystoneauth1 import exceptions as ks_exc
@@ -47,6 +46,7 @@ from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import api as db_api
 from ironic_partition import exception
 from ironic_partition.ironic import baremetal
+from ironic_partition import names
 
 
 #: The ``[ironic_partition]`` options' defaults: :class:`Settings`' too.
@@ -190,10 +190,6 @@ def database_settings(conf):
         group.connection, tuple(sorted(db_api.engine_kwargs(group).items())))
 
 
-#: A database node as the services name it: ``@@hostname:@@port``.
-_DATABASE_NODE = re.compile(r'^[^\s:]+:[0-9]{1,5}$')
-
-
 def _database_nodes(values, option):
     """Check a list of database nodes (``host:port``).
 
@@ -202,13 +198,13 @@ def _database_nodes(values, option):
     :returns: a tuple of the nodes, lower-cased.
     :raises ConfigurationError: naming the option and the bad value.
     """
+    nodes = set()
     for value in values:
-        if not _DATABASE_NODE.match(value):
-            raise claim_settings.config_error(
-                option, value, 'a database node is "host:port", as the '
-                'services name it in their logs (@@hostname:@@port of '
-                'the MariaDB or MySQL server)')
-    return tuple(sorted({value.lower() for value in values}))
+        try:
+            nodes.add(names.check_database_node(value))
+        except ValueError as exc:
+            raise claim_settings.config_error(option, value, str(exc))
+    return tuple(sorted(nodes))
 
 
 def from_conf(conf, cadence=None, partition=None, lenient=False):

@@ -97,8 +97,27 @@ STEP = 'step'
 STALL = 'stall'
 
 
-def _spread(levels):
+def spread(levels):
+    """How far apart the highest and the lowest clock levels are.
+
+    :param levels: ``{node: seconds}``, or None.
+    :returns: seconds (0 for none).
+    """
     return (max(levels.values()) - min(levels.values())) if levels else 0.0
+
+
+def describe_levels(levels):
+    """Say how far each node's clock runs ahead of the lowest one.
+
+    :param levels: ``{node: seconds}`` (:meth:`ClockWatch.levels`), or
+        None.
+    :returns: a string such as ``db2:3306 +6.000 s, db1:3306 +0.000 s``
+        (highest first), or '' with fewer than two nodes.
+    """
+    if not levels or len(levels) < 2:
+        return ''
+    return ', '.join('%s %+.3f s' % (node, level) for node, level in
+                     sorted(levels.items(), key=lambda i: -i[1]))
 
 
 class ClockWatch(object):
@@ -193,8 +212,8 @@ class ClockWatch(object):
             self._unanchored = {}
         self._levels[node] = self._level
         self._unanchored.pop(node, None)
-        self.difference = max(_spread(self._levels),
-                              _spread(self._unanchored))
+        self.difference = max(spread(self._levels),
+                              spread(self._unanchored))
 
     def levels(self):
         """The levels of the database nodes met, to be kept for a restart.
@@ -241,21 +260,16 @@ class ClockWatch(object):
                     self._levels.setdefault(node, level + shift)
             else:
                 self._unanchored = levels
-            self.difference = max(_spread(self._levels),
-                                  _spread(self._unanchored))
+            self.difference = max(spread(self._levels),
+                                  spread(self._unanchored))
             return True
 
     def describe(self):
         """Say how far each node's clock runs ahead of the lowest one.
 
-        :returns: a string such as ``db2:3306 +6.000 s, db1:3306 +0.000 s``
-            (highest first), or '' with fewer than two nodes.
+        :returns: :func:`describe_levels` of :meth:`levels`.
         """
-        levels = self.levels() or {}
-        if len(levels) < 2:
-            return ''
-        return ', '.join('%s %+.3f s' % (node, level) for node, level in
-                         sorted(levels.items(), key=lambda i: -i[1]))
+        return describe_levels(self.levels())
 
     def margin(self):
         """The fencing margin to apply: the configured one, or wider.

@@ -27,6 +27,7 @@ from cliff import columns
 from oslo_log import log as logging
 
 from ironic_partition._i18n import _
+from ironic_partition.claims import db_clock
 from ironic_partition.cmd import _args
 from ironic_partition.cmd import _output
 from ironic_partition.cmd import base as base_cmd
@@ -128,12 +129,9 @@ def _clocks(levels):
     :returns: ``'; database clocks: db3:3306 +6.002 s, ...'`` (highest
         first) when they spread over :data:`CLOCKS_WORTH_SHOWING`, else ''.
     """
-    if not levels or (max(levels.values()) - min(levels.values())
-                      < CLOCKS_WORTH_SHOWING):
+    if db_clock.spread(levels) < CLOCKS_WORTH_SHOWING:
         return ''
-    return '; ' + _('database clocks: %s') % ', '.join(
-        '%s %+.3f s' % (node, level) for node, level in
-        sorted(levels.items(), key=lambda i: -i[1]))
+    return '; ' + _('database clocks: %s') % db_clock.describe_levels(levels)
 
 
 def read_claims(conf, membership, role, settings):
