@@ -51,18 +51,33 @@ ClaimSettings = collections.namedtuple(
     'ClaimSettings', ['mode', 'lease_time', 'fencing_margin',
                       'renew_interval'])
 
+#: The longest a write may take once a claim check let it start, in
+#: seconds: the timeout of a write under a claim the database proved
+#: (:mod:`ironic_partition.claims.write_guard`), and so how long nova may
+#: go on acting on a node after this service fenced itself.
+WRITE_WINDOW = 10.0
+
+#: nova's periodic spacing when ``update_resources_interval`` is 0
+#: (oslo.service's ``DEFAULT_INTERVAL``).
+NOVA_DEFAULT_INTERVAL = 60
+
 #: How the consumer of a partition refreshes and acts on it.
 #:
 #: ``interval`` is the seconds between two refreshes (the agent's
 #: ``refresh_interval``; nova's ``update_resources_interval``), and
-#: ``hold`` how long the consumer may go on acting on a result after this
+#: ``hold`` how long the consumer may go on acting on a node after this
 #: service fenced itself: 0 for a consumer told at once (the agent
-#: rewrites its report), one interval for nova, which holds what its last
-#: resource-tracker run reported until its next run.
-#: ``interval_option`` names the option that sets ``interval``, for
-#: error messages.
-Cadence = collections.namedtuple('Cadence',
-                                 ['interval', 'hold', 'interval_option'])
+#: rewrites its report); for nova the shorter of one interval (its next
+#: resource-tracker run asks again) and :data:`WRITE_WINDOW` (every action
+#: of nova on a node asks this driver first, and the writes that follow a
+#: check end within that window). ``interval_option`` names the option
+#: that sets ``interval``, for error messages. ``lease_floor`` is the
+#: shortest lease allowed, in intervals: 2 for the agent, whose failover
+#: bound (I2) and soak figures are stated for it; 0 for nova, whose lease
+#: is set by the windows above (see ``doc/source/admin/safety.rst``).
+Cadence = collections.namedtuple(
+    'Cadence', ['interval', 'hold', 'interval_option', 'lease_floor'],
+    defaults=(2,))
 
 
 def agent_cadence(refresh_interval):
@@ -78,6 +93,32 @@ def agent_cadence(refresh_interval):
                    '[ironic_partition] refresh_interval')
 
 
+def nova_cadence(update_resources_interval):
+    """The cadence of nova-compute's resource tracker.
+
+    The one builder of nova's cadence (the driver's and the upgrade
+    check's). nova asks this driver before each of its actions on a node:
+    ``get_available_resource`` when its run reaches the node,
+    ``node_is_available`` before a claim, ``prepare_for_spawn`` (the
+    reservation, proven by the database within :data:`WRITE_WINDOW`)
+    before a build. What it still does after a check that passed just
+    before the fence is one node's writes, within that window; so the
+    fence must come that long before the lease runs out, or one interval
+    when that is shorter (the next run asks again).
+
+    :param update_resources_interval: nova's ``[DEFAULT]
+        update_resources_interval``; 0 or less means nova's default
+        periodic spacing (a negative value disables the task, and then
+        nothing refreshes at all: the default's arithmetic is kept).
+    :returns: a :data:`Cadence`.
+    """
+    interval = update_resources_interval or 0
+    if interval <= 0:
+        interval = NOVA_DEFAULT_INTERVAL
+    return Cadence(interval, min(interval, WRITE_WINDOW),
+                   '[DEFAULT] update_resources_interval', lease_floor=0)
+
+
 def config_error(option, value, reason):
     """A ``ConfigurationError`` naming an ``[ironic_partition]`` option."""
     return ip_conf.config_error(option, value, reason,
@@ -90,19 +131,20 @@ def resolve(settings):
     Claims are renewed by a timer of their own, so a refresh slower than
     the lease never lets them lapse. What the lease must cover is the
     consumer: it refreshes every ``cadence.interval`` seconds, and may go
-    on acting on a result for ``cadence.hold`` seconds after this service
+    on acting on a node for ``cadence.hold`` seconds after this service
     fenced itself. Unset, ``fencing_margin`` is ``hold`` plus a tenth of
     the lease, and ``lease_time`` the largest of ``service_down_time``,
-    two intervals, and what leaves the timer room to renew three times
-    before the fence.
+    ``cadence.lease_floor`` intervals, and what leaves the timer room to
+    renew three times before the fence.
 
     :param settings: the service's :class:`~ironic_partition.settings.
         Settings` (``lease_time``, ``fencing_margin``,
         ``service_down_time``, ``claims_mode``, ``timing_chosen`` and the
         consumer's ``cadence``).
     :returns: a :data:`ClaimSettings`.
-    :raises ConfigurationError: when ``lease_time`` is shorter than two
-        refresh intervals of the consumer, or ``fencing_margin`` is shorter
+    :raises ConfigurationError: when ``lease_time`` is shorter than the
+        consumer's floor (two refresh intervals of the agent), or
+        ``fencing_margin`` is shorter
         than the consumer's hold or leaves the timer no time to renew; the
         message names the options.
     """
@@ -111,11 +153,11 @@ def resolve(settings):
     interval, hold = cadence.interval, cadence.hold
     lease = settings.lease_time
     margin = settings.fencing_margin
+    least = cadence.lease_floor * interval
     if lease is None:
         floor = (hold + 3.0) / 0.9 if margin is None else margin + 3.0
-        lease = max(down, 2 * interval,
-                    int(math.ceil(floor)))
-    elif lease < 2 * interval:
+        lease = max(down, least, int(math.ceil(floor)))
+    elif lease < least:
         raise config_error(
             'lease_time', lease,
             _('it must be at least twice %(option)s (%(interval)s), i.e. '
@@ -123,17 +165,20 @@ def resolve(settings):
               'consumer leaves no time to hand a node over before it is '
               'reported elsewhere')
             % {'option': cadence.interval_option, 'interval': interval,
-               'min': 2 * interval})
+               'min': least})
     if margin is None:
         margin = hold + lease / 10.0
     elif margin < hold:
         raise config_error(
             'fencing_margin', margin,
-            _('it must be at least %(option)s (%(hold)s): the consumer '
-              'goes on reporting what its last refresh found until its '
-              'next refresh, so a service must fence itself at least that '
-              'long before its lease runs out')
-            % {'option': cadence.interval_option, 'hold': hold})
+            _('it must be at least %(hold)s s, the shorter of %(option)s '
+              '(%(interval)s) and the %(window)s s a write checked against '
+              'its claim may take: the consumer may go on acting on a '
+              'node that long after this service fenced itself, so the '
+              'fence must come at least that long before the lease runs '
+              'out')
+            % {'option': cadence.interval_option, 'hold': hold,
+               'interval': interval, 'window': WRITE_WINDOW})
     if lease - margin < 3 * MIN_RENEW_INTERVAL:
         raise config_error(
             'fencing_margin', margin,
@@ -154,8 +199,7 @@ def slow_return_warning(settings, claims):
     """What to warn of when a dead service's nodes come back late, or None.
 
     Only timings the operator chose are worth a warning; on our defaults
-    (a 120 s lease inside nova) the takeover time is ours, and documented
-    (admin/nova-compute).
+    the takeover time is ours, and documented (admin/nova-compute).
 
     :param settings: the :class:`~ironic_partition.settings.Settings` the
         claims were resolved from.

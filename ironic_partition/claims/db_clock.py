@@ -125,9 +125,10 @@ class ClockWatch(object):
 
     :param fencing_margin: the configured margin, in seconds.
     :param lease_time: the lease, in seconds.
-    :param hold: how long the consumer may go on acting on a result after
-        the fence (nova's ``update_resources_interval``), the part of the
-        margin that a clock step cannot use.
+    :param hold: how long the consumer may go on acting on a node after
+        the fence (the ``hold`` of its :data:`~ironic_partition.claims.
+        claim_settings.Cadence`), the part of the margin that a clock step
+        cannot use.
     """
 
     def __init__(self, fencing_margin, lease_time, hold=0.0):

@@ -57,12 +57,14 @@ write may take every second the proof gives it. A compute that is not
 fenced has at least the fencing margin left on its claims (it fences
 itself that long before they run out), so a healthy compute always
 starts with twice the budget and its write gets at least the margin, up
-to 10 s: on nova's defaults (lease 120 s, margin 72 s) the budget is
-10 s and the timeout 10 s; in the short cadence of the test lanes (lease
-10 s, margin 5 s) the budget is 2.5 s and the timeout 5 to 10 s. (The
-timeout used to be the budget, 2.5 s in that cadence: an Ironic PATCH on
-two loaded cores outlasted it, and a build with one possible host failed
-although its claim had seconds to spare.)
+to 10 s: on nova's defaults (lease 60 s, margin 16 s) the budget is 8 s
+and the timeout 10 s; in the short cadence of the test lanes (lease 10 s,
+margin 5 s) the budget is 2.5 s and the timeout 5 to 10 s. (The timeout
+used to be the budget, 2.5 s in that cadence: an Ironic PATCH on two
+loaded cores outlasted it, and a build with one possible host failed
+although its claim had seconds to spare.) That timeout is
+:data:`~ironic_partition.claims.claim_settings.WRITE_WINDOW`, the part
+of nova's fencing margin that covers nova acting on a node after a check.
 
 What this does not cover, and is documented: a write that the client
 abandoned and that Ironic applies later still (a proxy holding the
@@ -73,11 +75,12 @@ it, unless the write lands later still.
 
 import collections
 
+from ironic_partition.claims import claim_settings
 from ironic_partition.claims import manager as claims_mod
 from ironic_partition import exception
 
 #: Longest timeout a write under a proven claim gets, in seconds.
-MAX_WRITE_TIMEOUT = 10.0
+MAX_WRITE_TIMEOUT = claim_settings.WRITE_WINDOW
 
 #: The share of the time left taken off a deadline, for the rate
 #: difference between the database's clock and the lease clock.

@@ -50,9 +50,6 @@ LOG = logging.getLogger(__name__)
 
 PROJECT = 'ironic-partition'
 
-#: nova's periodic spacing when ``update_resources_interval`` is unset.
-NOVA_DEFAULT_INTERVAL = 60
-
 #: The rows of the table: a title and the ``check`` names behind it.
 GROUPS = (
     ('config', _('Configuration'), ('config', 'case', 'peers')),
@@ -106,11 +103,7 @@ def consumer_cadence(conf, role):
     if role != membership_base.ROLE_NOVA_COMPUTE:
         return claim_settings.agent_cadence(
             conf[partition_conf.GROUP].refresh_interval)
-    interval = conf.update_resources_interval or 0
-    if interval <= 0:
-        interval = NOVA_DEFAULT_INTERVAL
-    return claim_settings.Cadence(interval, interval,
-                                  '[DEFAULT] update_resources_interval')
+    return claim_settings.nova_cadence(conf.update_resources_interval)
 
 
 class Checks(upgradecheck.UpgradeCommands):

@@ -178,34 +178,36 @@ opts = [
                'after each renewal. A timer of its own renews this '
                'service\'s claims every (lease_time - fencing_margin) / 3 '
                'seconds, whatever the refreshes do, so a listing slower '
-               'than the lease lets no claim lapse. Must be at least '
-               'twice the consumer\'s interval (refresh_interval for the '
-               'agent, [DEFAULT] update_resources_interval inside '
-               'nova-compute). A claim of a dead service can be taken once '
-               'its lease has run out, so its instance-less nodes are '
-               'reported again after max(service_down_time, lease_time) + '
-               'one interval at most. Unset, the largest of '
-               'service_down_time, twice the interval and what leaves the '
-               'lease timer room for three renewals before the fence: '
-               '60 s for the agent and 120 s inside nova-compute, on the '
-               'defaults.')),
+               'than the lease lets no claim lapse. For the agent, must be '
+               'at least twice refresh_interval. A claim of a dead service '
+               'can be taken once its lease has run out, so its '
+               'instance-less nodes are reported again after '
+               'max(service_down_time, lease_time) + one interval '
+               '(refresh_interval, or [DEFAULT] update_resources_interval '
+               'inside nova-compute) at most. Unset, the largest of '
+               'service_down_time, twice refresh_interval for the agent, '
+               'and what leaves the lease timer room for three renewals '
+               'before the fence: 60 s on the defaults, for the agent and '
+               'inside nova-compute.')),
     cfg.FloatOpt(
         'fencing_margin',
         min=0,
         help=_('Seconds before its lease runs out, by this host\'s '
-               'monotonic clock counted from the start of the last '
+               'lease clock (CLOCK_BOOTTIME on Linux, which counts the '
+               'time a suspended machine stood still) counted from the '
+               'start of the last '
                'successful renewal, at which a service that could not '
                'renew its claims stops reporting them (fences itself). It '
                'covers clock rate differences, steps of the database '
-               'server\'s clock and the time the consumer goes on acting '
-               'on a refresh: nova\'s resource tracker keeps what a run '
-               'reported until its next run, so inside nova-compute it '
-               'must be at least [DEFAULT] update_resources_interval. Must '
-               'be smaller than lease_time minus 0.6 s, which leaves the '
-               'lease timer time to renew. Unset, that hold (0 for the '
-               'agent, the interval inside nova-compute) plus a tenth of '
-               'lease_time: 6 s for the agent and 72 s inside '
-               'nova-compute, on the defaults.')),
+               'server\'s clock and the time the consumer may go on acting '
+               'on a node after a check: inside nova-compute, the shorter '
+               'of [DEFAULT] update_resources_interval and the 10 s a '
+               'write under a checked claim may take (nova asks the driver '
+               'before each action on a node), and it must be at least '
+               'that. Must be smaller than lease_time minus 0.6 s, which '
+               'leaves the lease timer time to renew. Unset, that hold (0 '
+               'for the agent) plus a tenth of lease_time: 6 s for the '
+               'agent and 16 s inside nova-compute, on the defaults.')),
     cfg.ListOpt(
         'forget_database_clocks',
         default=[],

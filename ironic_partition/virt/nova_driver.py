@@ -97,10 +97,6 @@ LOG = logging.getLogger(__name__)
 
 CONF = nova.conf.CONF
 
-#: The spacing of nova's periodic tasks when their interval is 0
-#: (oslo.service's DEFAULT_INTERVAL).
-DEFAULT_PERIODIC_SPACING = 60
-
 #: The hypervisor type of nova's (and our) Ironic compute nodes.
 HYPERVISOR_TYPE = 'ironic'
 
@@ -197,20 +193,13 @@ class IronicPartitionDriver(mixin.PartitionMixin,
     def partition_cadence(self, conf):
         """nova's resource tracker: every ``update_resources_interval``.
 
-        nova holds what a resource-tracker run reported until its next
-        run, so a fence must come that long before the lease runs out.
-
         :param conf: nova's ``ConfigOpts``.
-        :returns: a :data:`~ironic_partition.claims.claim_settings.Cadence`.
+        :returns: :func:`~ironic_partition.claims.claim_settings.
+            nova_cadence` (the fence comes the write window, or one
+            interval when shorter, before the lease runs out).
         """
-        interval = getattr(conf, 'update_resources_interval', 0) or 0
-        if interval <= 0:
-            # NOTE(ironic-partition): 0 means nova's default periodic
-            # spacing, 60 s; a negative value disables the task, and then
-            # nothing refreshes at all: keep the default's arithmetic.
-            interval = DEFAULT_PERIODIC_SPACING
-        return claim_settings.Cadence(interval, interval,
-                                      '[DEFAULT] update_resources_interval')
+        return claim_settings.nova_cadence(
+            getattr(conf, 'update_resources_interval', 0))
 
     def init_host(self, host):
         """Join the membership instead of building nova's tooz ring.

@@ -394,18 +394,19 @@ class CLITestCase(_deployers.DeployersScenario, OneLineErrors, SharedIronic,
         self.assertNotIn("'rack1'", checks[served]['details'])
         self.assertIn('[ironic_partition] refresh_interval is',
                       checks['Claim timing']['details'])
-        # A peer that never heartbeated, and a lease nova's default
-        # cadence (60 s) cannot live with: two failures, exit 2.
+        # A peer that never heartbeated, and a fencing margin shorter
+        # than what nova may go on doing after a check (10 s on its
+        # default cadence): two failures, exit 2.
         bad = self.conf('bad-upgrade.conf', peers=['a1', 'a3'],
-                        lease_time=90)
+                        fencing_margin=5)
         code, checks = self.upgrade_check(bad)
         self.assertEqual(2, code)
         self.assertEqual(2, checks['Configuration']['result'])
         self.assertIn("Peer 'a3' in [ironic] peer_list has never "
                       "heartbeated", checks['Configuration']['details'])
         self.assertEqual(2, checks['Claim timing']['result'])
-        self.assertIn('lease_time', checks['Claim timing']['details'])
-        self.assertIn('[DEFAULT] update_resources_interval',
+        self.assertIn('fencing_margin', checks['Claim timing']['details'])
+        self.assertIn('[DEFAULT] update_resources_interval (60)',
                       checks['Claim timing']['details'])
         self.assertEqual(0, checks['Ironic and the conductor group']
                          ['result'])

@@ -117,12 +117,12 @@ _RUN = 'Running periodic task ComputeManager.update_available_resource'
 
 def _claim_timings(cadence):
     """The computes' automatic claim timings, and the clock tolerance."""
-    interval = cadence['update_resources_interval']
+    nova = claim_settings.nova_cadence(cadence['update_resources_interval'])
     timings = settings_mod.for_tests(
-        cadence=claim_settings.Cadence(interval, interval, 'interval'),
+        cadence=nova,
         service_down_time=cadence['service_down_time']).claims()
     watch = db_clock.ClockWatch(timings.fencing_margin, timings.lease_time,
-                                hold=interval)
+                                hold=nova.hold)
     return timings, watch.tolerance()
 
 

@@ -83,17 +83,20 @@ class TestClockWatch(base.TestCase):
         self.assertIn('within 5.95 s of each other', problem)
 
     def test_the_consumer_hold_is_not_for_clock_steps(self):
-        # Inside nova: a 120 s lease, a 72 s margin of which 60 s are
-        # nova's hold. 12 s of clock difference fit; a 15 s step widens
-        # the margin to 75 s.
-        watch = db_clock.ClockWatch(fencing_margin=72, lease_time=120,
-                                    hold=60)
-        self.assertAlmostEqual(11.95, watch.tolerance())
+        # Inside nova on its defaults: a 60 s lease, a 16 s margin of
+        # which 10 s are nova's hold (the write window). 6 s of clock
+        # difference fit; a 9 s step widens the margin to 19 s; a 40 s
+        # one leaves the timer no room: refused.
+        watch = db_clock.ClockWatch(fencing_margin=16, lease_time=60,
+                                    hold=10)
+        self.assertAlmostEqual(5.95, watch.tolerance())
         watch.sample(at(0), 100.0, 100.0, 'db1:3306')
-        watch.sample(at(60 + 15), 160.0, 160.0, 'db2:3306')
-        self.assertAlmostEqual(75.0 + db_clock.BASE_ALLOWANCE,
+        watch.sample(at(60 + 9), 160.0, 160.0, 'db2:3306')
+        self.assertAlmostEqual(19.0 + db_clock.BASE_ALLOWANCE,
                                watch.margin())
         self.assertIsNone(watch.problem())
+        watch.sample(at(200 + 40), 300.0, 300.0, 'db3:3306')
+        self.assertIn('within 5.95 s of each other', watch.problem())
 
     def test_a_local_stall_is_not_a_database_step(self):
         # This VM stood still 60 s with its clocks frozen: the server's

@@ -218,9 +218,8 @@ class FakeClaimsDB(object):
         return row['owner'] if row and self._valid(row) else None
 
 
-#: nova's cadence: a 60 s resource tracker that holds its last result.
-NOVA_CADENCE = claim_settings.Cadence(60, 60,
-                                      '[DEFAULT] update_resources_interval')
+#: nova's cadence on its defaults: a 60 s resource tracker.
+NOVA_CADENCE = claim_settings.nova_cadence(0)
 
 
 def _settings(conf, cadence=None):
@@ -306,20 +305,37 @@ class TestSettings(base.TestCase):
         self.assertEqual(20.0, _settings(self.conf).renew_interval)
 
     def test_nova_cadence_sets_the_automatic_values(self):
-        # nova holds what a resource-tracker run reported until its next
-        # run: the fence must come that long before the lease runs out.
+        # nova asks the driver before every action on a node; what follows
+        # a check is one write of at most the write window (10 s). The
+        # fence comes that long, plus a tenth of the lease, before the
+        # lease runs out; the lease is service_down_time: a dead compute's
+        # nodes move when nova's own driver would move them.
         cadence = NOVA_CADENCE
+        self.assertEqual((60, 10.0, 0), (cadence.interval, cadence.hold,
+                                         cadence.lease_floor))
         settings = _settings(self.conf, cadence)
-        self.assertEqual(120.0, settings.lease_time)
-        self.assertEqual(72.0, settings.fencing_margin)
-        self.assertEqual(16.0, settings.renew_interval)
+        self.assertEqual(60.0, settings.lease_time)
+        self.assertEqual(16.0, settings.fencing_margin)
+        self.assertAlmostEqual(44.0 / 3, settings.renew_interval)
+
+    def test_nova_hold_is_one_interval_when_shorter(self):
+        # The test lanes' cadence: a run every 4 s asks again sooner than
+        # the write window runs out.
+        cadence = claim_settings.nova_cadence(4)
+        self.assertEqual(4, cadence.hold)
+        self.config(group='ironic_partition', service_down_time=10)
+        settings = _settings(self.conf, cadence)
+        self.assertEqual((10.0, 5.0), (settings.lease_time,
+                                       settings.fencing_margin))
+
+    def test_nova_cadence_of_a_disabled_task_keeps_the_default(self):
+        self.assertEqual(60, claim_settings.nova_cadence(-1).interval)
 
     def test_no_warning_on_nova_defaults(self):
-        # The guide's nova.conf sets no timing option: lease 120 s is not
-        # shorter than service_down_time + the interval, by our choice.
+        # The guide's nova.conf sets no timing option.
         logger = self.useFixture(fixtures.FakeLogger())
         cadence = NOVA_CADENCE
-        self.assertEqual(120.0,
+        self.assertEqual(60.0,
                          _settings(self.conf, cadence).lease_time)
         self.assertNotIn('is not shorter than', logger.output)
 
@@ -332,22 +348,23 @@ class TestSettings(base.TestCase):
                       'service_down_time (60) plus [DEFAULT] '
                       'update_resources_interval (60)', logger.output)
 
-    def test_lease_must_outlive_two_nova_runs(self):
+    def test_lease_may_be_shorter_than_two_nova_runs(self):
+        # The lease timer renews the claims and nova asks before every
+        # action: nothing ties the lease to nova's runs any more.
         cadence = NOVA_CADENCE
-        self.config(group='ironic_partition', lease_time=60)
-        e = self.assertRaises(exception.ConfigurationError,
-                              _settings, self.conf, cadence)
-        self.assertIn('[ironic_partition] lease_time', str(e))
-        self.assertIn('[DEFAULT] update_resources_interval (60)', str(e))
-        self.assertIn('at least 120', str(e))
+        self.config(group='ironic_partition', lease_time=40)
+        settings = _settings(self.conf, cadence)
+        self.assertEqual((40.0, 14.0), (settings.lease_time,
+                                        settings.fencing_margin))
 
     def test_margin_must_cover_nova_hold(self):
         cadence = NOVA_CADENCE
         self.config(group='ironic_partition', lease_time=180,
-                    fencing_margin=18)
+                    fencing_margin=8)
         e = self.assertRaises(exception.ConfigurationError,
                               _settings, self.conf, cadence)
         self.assertIn('[ironic_partition] fencing_margin', str(e))
+        self.assertIn('at least 10.0 s', str(e))
         self.assertIn('[DEFAULT] update_resources_interval (60)', str(e))
 
     def test_long_lease_warns_about_failover_bound(self):

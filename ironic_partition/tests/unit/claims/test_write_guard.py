@@ -27,7 +27,7 @@ class TestWriteGuard(test_claims.ClaimsTestCase):
 
     def setUp(self):
         super().setUp()
-        # nova's defaults: lease 120 s, margin 72 s.
+        # A 120 s lease with a 72 s margin: budget and timeout 10 s.
         self.cn1 = self.manager('cn1', lease=120, margin=72)
         self.cn1.round([NODE])
         self.guard = write_guard.WriteGuard(self.cn1)
@@ -35,6 +35,13 @@ class TestWriteGuard(test_claims.ClaimsTestCase):
     def test_budget_on_novas_defaults(self):
         self.assertEqual(10.0, self.guard.timeout)
         self.assertEqual(10.0, self.guard.budget)
+        # nova's defaults (lease 60 s, margin 16 s): a claim must have
+        # half the margin left for a write to start, and a compute that
+        # is not fenced has the whole margin left, twice that.
+        novas = write_guard.WriteGuard(self.manager('cn8', lease=60,
+                                                    margin=16))
+        self.assertEqual(8.0, novas.budget)
+        self.assertEqual(10.0, novas.timeout)
         # The short cadence of the lanes: the budget is half the margin,
         # the write may take all the proven time, up to 10 s.
         short = write_guard.WriteGuard(self.manager('cn9', lease=10,

@@ -82,8 +82,8 @@ class TestUpgradeCheck(base.TestCase):
         run_checks.assert_called_once_with(
             mock.ANY, 'nova-compute', feed_usable=True, fleet=True,
             new_deployment=False, adopting=False)
-        # nova's default cadence: 60 s, so a 120 s lease.
-        self.assertIn('lease_time 120', rows['Claim timing'][1])
+        # nova's default cadence: 60 s, so a 60 s lease.
+        self.assertIn('lease_time 60', rows['Claim timing'][1])
         self.assertIn('[DEFAULT] update_resources_interval is 60 s',
                       rows['Claim timing'][1])
 
@@ -113,16 +113,26 @@ class TestUpgradeCheck(base.TestCase):
         self.assertEqual((WARNING, 'Not checked: it needs what failed '
                           'above.'), rows['Shards'])
 
-    def test_a_lease_shorter_than_two_nova_periods_fails(self):
+    def test_a_margin_shorter_than_novas_hold_fails(self):
         conf_file = self.create_tempfiles(
             [('nova', '[DEFAULT]\nupdate_resources_interval = 300\n'
-                      '[ironic_partition]\nlease_time = 400\n')])[0]
+                      '[ironic_partition]\nfencing_margin = 5\n')])[0]
         code, rows, _r = self.run_main(_doc(), '--config-file', conf_file)
         self.assertEqual(FAILURE, code)
         result, details = rows['Claim timing']
         self.assertEqual(FAILURE, result)
-        self.assertIn('lease_time', details)
-        self.assertIn('[DEFAULT] update_resources_interval', details)
+        self.assertIn('fencing_margin', details)
+        self.assertIn('at least 10.0 s', details)
+        self.assertIn('[DEFAULT] update_resources_interval (300)', details)
+
+    def test_a_lease_shorter_than_two_nova_periods_is_allowed(self):
+        conf_file = self.create_tempfiles(
+            [('nova', '[DEFAULT]\nupdate_resources_interval = 300\n'
+                      '[ironic_partition]\nlease_time = 400\n')])[0]
+        code, rows, _r = self.run_main(_doc(), '--config-file', conf_file)
+        result, details = rows['Claim timing']
+        self.assertNotEqual(FAILURE, result)
+        self.assertIn('lease_time 400', details)
 
     def test_the_agent_role_uses_the_refresh_interval(self):
         code, rows, run_checks = self.run_main(_doc(), '--role', 'agent')
@@ -312,14 +322,15 @@ class TestTimingRow(base.TestCase):
     run_main = TestUpgradeCheck.run_main
 
     def test_slow_return_of_a_dead_service_is_a_warning_row(self):
-        # service_down_time 4 on nova's cadence (60 s): a dead service's
-        # nodes come back only after the 120 s lease. The WARNING every
-        # start logs is the row's result, in the table and in --json.
+        # A 120 s lease chosen on nova's cadence (60 s) with
+        # service_down_time 4: a dead service's nodes come back only after
+        # the lease. The WARNING every start logs is the row's result, in
+        # the table and in --json.
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'nova.conf')
         with open(path, 'w') as stream:
             stream.write('[ironic_partition]\nservice_down_time = 4\n'
-                         'heartbeat_interval = 1\n')
+                         'heartbeat_interval = 1\nlease_time = 120\n')
         code, rows, _r = self.run_main(_doc(), '--config-file', path)
         self.assertEqual(WARNING, code, rows)
         result, details = rows['Claim timing']

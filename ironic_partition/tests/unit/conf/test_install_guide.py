@@ -32,8 +32,7 @@ from ironic_partition import settings as settings_mod
 GUIDE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..',
                      'doc', 'source', 'install', 'nova-compute.conf')
 
-NOVA_CADENCE = claim_settings.Cadence(
-    60, 60, '[DEFAULT] update_resources_interval')
+NOVA_CADENCE = claim_settings.nova_cadence(0)
 
 
 class TestInstallGuide(base.BaseTestCase):
@@ -80,6 +79,6 @@ class TestInstallGuide(base.BaseTestCase):
 
     def test_claim_timings_start_without_error_or_warning(self):
         settings = settings_mod.from_conf(self.conf, NOVA_CADENCE).claims()
-        self.assertEqual((120.0, 72.0), (settings.lease_time,
-                                         settings.fencing_margin))
+        self.assertEqual((60.0, 16.0), (settings.lease_time,
+                                        settings.fencing_margin))
         self.assertNotIn('lease_time', self.logger.output)

@@ -206,8 +206,7 @@ class TestPartitioner(base.TestCase):
         self.config(group='ironic', partition_key='rack1',
                     peer_list=['cn1'])
         client = FakeClient(_nodes(5))
-        cadence = claim_settings.Cadence(
-            60, 60, '[DEFAULT] update_resources_interval')
+        cadence = claim_settings.nova_cadence(60)
         p = partitioner.Partitioner(self.read_settings(cadence),
                                     client, FakeMembership(['cn1']),
                                     clock=lambda: self.clock[0])

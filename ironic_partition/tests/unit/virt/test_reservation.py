@@ -95,8 +95,8 @@ class TestProvenReservation(test_claims.ClaimsTestCase):
 
     def setUp(self):
         super().setUp()
-        # nova's defaults: lease 120 s, margin 72 s; the write's budget
-        # and timeout are 10 s.
+        # A 120 s lease with a 72 s margin: the write's budget and
+        # timeout are 10 s.
         self.cn1 = self.manager('cn1', lease=120, margin=72)
         self.cn1.round([NODE])
         self.ironic = FakeIronic()
