@@ -75,6 +75,8 @@ import sys
 import time
 import uuid
 
+from ironic_partition.claims import claim_settings
+from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness
 from ironic_partition.testing.lanes import novalane
 from ironic_partition.testing.services import nova as harness_nova
@@ -104,6 +106,23 @@ def rss_mib(service):
     """
     pids = service.group_pids()
     return novalane.rss_bytes(pids) / 2 ** 20 if pids else None
+
+
+def claim_timings(options):
+    """Our automatic claim timings inside nova-compute for a cadence.
+
+    :param options: nova's options of the cadence (None: nova's default).
+    :returns: ``{'lease_time', 'fencing_margin', 'renew_interval'}``,
+        seconds, as the driver resolves them.
+    """
+    down = options.get('service_down_time') or 60
+    timings = settings_mod.for_tests(
+        cadence=claim_settings.nova_cadence(
+            options.get('update_resources_interval')),
+        service_down_time=down).claims()
+    return {'lease_time': timings.lease_time,
+            'fencing_margin': timings.fencing_margin,
+            'renew_interval': timings.renew_interval}
 
 
 class Run(object):
@@ -492,6 +511,7 @@ def main(argv=None):
     config = {'nodes': args.nodes, 'computes': HOSTS,
               'conductor_group': GROUP, 'cadence': args.cadence,
               'cadence_options': CADENCES[args.cadence],
+              'claim_timings': claim_timings(CADENCES[args.cadence]),
               'load_start': os.getloadavg(), 'cpus': os.cpu_count()}
     ironic = harness.IronicFixture(db_backend='postgresql',
                                    conductor_groups=[GROUP])
@@ -516,6 +536,9 @@ def main(argv=None):
     print('%(nodes)d nodes (%(in_use_nodes)d with an instance_uuid, set '
           'through the API in %(in_use_api_s).1f s), computes cn1-cn3, '
           'cadence %(cadence)s' % config)
+    print('our claims (automatic): lease_time %(lease_time).1f s, '
+          'fencing_margin %(fencing_margin).1f s, renewed every '
+          '%(renew_interval).1f s' % config['claim_timings'])
     for result in results:
         if result.get('claims_backend'):
             print('%s: claims database %s; [ironic_partition] %s' % (
