@@ -14,15 +14,16 @@
 
 """How far the database server's clock jumps between two claim rounds.
 
-Claims expire by the database server's clock; a holder stops reporting
-its nodes ``fencing_margin`` seconds before the lease runs out by its own
-monotonic clock. On one database server the two clocks advance together.
-On a Galera cluster behind HAProxy, "the database server" is whichever
-node takes the writes, and a failover moves it to a node whose clock may
-differ: if the new node's clock is ``d`` seconds ahead, every claim looks
-``d`` seconds closer to its expiry to the services that read it there, and
-a peer may take a node ``d`` seconds before its holder stopped reporting
-it. The holder is safe only while ``d`` stays below its fencing margin.
+Claims expire by the database server's clock; a holder stops reporting its
+nodes ``fencing_margin`` seconds before the lease runs out by its own
+lease clock (``CLOCK_BOOTTIME`` on Linux). On one database server the two
+clocks advance together. On a Galera cluster behind HAProxy, "the database
+server" is whichever node takes the writes, and a failover moves it to a
+node whose clock may differ: if the new node's clock is ``d`` seconds
+ahead, every claim looks ``d`` seconds closer to its expiry to the
+services that read it there, and a peer may take a node ``d`` seconds
+before its holder stopped reporting it. The holder is safe only while
+``d`` stays below its fencing margin.
 
 :class:`ClockWatch` measures it: each claim round reads the server's time
 with its first statement and pairs it with the local lease-clock time
@@ -67,12 +68,20 @@ covered. Keeping the database nodes' clocks within ``fencing_margin`` of
 each other (NTP) is the requirement (less the consumer's hold inside
 nova: :meth:`ClockWatch.tolerance`); the watch makes a breach visible and
 stops it from repeating.
+
+:func:`observe` and :func:`take_over` are the claim manager's use of a
+watch: one sample of a claim round judged and logged, and the levels a
+previous process recorded taken over at start.
 """
 
 import collections
 import threading
 
+from oslo_log import log as logging
+
 from ironic_partition._i18n import _
+
+LOG = logging.getLogger(__name__)
 
 #: Seconds of offset change that are never a step: scheduling and timer
 #: resolution on both sides.
@@ -321,3 +330,84 @@ class ClockWatch(object):
             allowance of a sample.
         """
         return max(0.0, self.fencing_margin - self.hold - BASE_ALLOWANCE)
+
+
+#: What :func:`observe` concluded of one sample, for the claim manager:
+#: ``fence`` (forget what the last rounds proved: the local clock stood
+#: still, or the difference is refused), ``shorten`` (seconds to take off
+#: what they proved: the margin widened) and ``problem`` (the refusal,
+#: a sentence, or None).
+Verdict = collections.namedtuple('Verdict', ['fence', 'shorten', 'problem'])
+
+
+def observe(watch, host, fencing_margin, server_time, before, after,
+            node=None):
+    """Judge one claim round's reading of the server's time, and log it.
+
+    :param watch: the service's :class:`ClockWatch`.
+    :param host: the service's host name, for the log lines.
+    :param fencing_margin: the configured margin, for the log lines.
+    :param server_time: the server's time, read between the two local
+        instants.
+    :param before: the local lease-clock time before the read.
+    :param after: the local lease-clock time after it.
+    :param node: the database node that answered, or None.
+    :returns: a :data:`Verdict`.
+    """
+    old_margin = watch.margin()
+    jump = watch.sample(server_time, before, after, node)
+    fence, shorten = False, 0.0
+    if jump is not None and jump.kind == STALL:
+        fence = True
+        LOG.warning('This host\'s lease clock fell %(stall).3f s behind '
+                    'the database server\'s between two claim rounds '
+                    'of %(host)s: this machine or process stood still '
+                    'with its clocks (a paused, saved or frozen VM), or '
+                    'the server\'s clock was stepped forward. Fenced at '
+                    'once; this round proves the claims again. The '
+                    'fencing margin is unchanged.',
+                    {'stall': jump.seconds, 'host': host})
+    elif jump is not None and jump.kind == STEP:
+        shorten = max(0.0, watch.margin() - old_margin)
+        LOG.warning('The database server\'s clock stepped by %(step)+.3f '
+                    's between two claim rounds of %(host)s (a failover '
+                    'to a database node whose clock differs, or a '
+                    'clock stepped on the server); largest difference '
+                    'so far %(max).3f s, fencing_margin %(margin)s s: '
+                    'claims now stop being reported %(eff).3f s before '
+                    'their lease runs out',
+                    {'step': jump.seconds, 'host': host,
+                     'max': watch.difference, 'margin': fencing_margin,
+                     'eff': watch.margin()})
+    problem = watch.problem()
+    return Verdict(fence or problem is not None, shorten, problem)
+
+
+def take_over(watch, host, inherited, forget):
+    """Start a watch from the levels the previous process recorded.
+
+    :param watch: the service's :class:`ClockWatch`, before its first
+        sample.
+    :param host: the service's host name, for the log lines.
+    :param inherited: ``{node: level}`` from the service's row, or None.
+    :param forget: lower-case database node names not to take over
+        (``[ironic_partition] forget_database_clocks``).
+    :returns: None
+    """
+    inherited = dict(inherited or {})
+    for node in sorted(n for n in inherited if n.lower() in forget):
+        LOG.warning('Not taking over the clock of database node '
+                    '%(node)s (%(level)+.3f s) that the previous process '
+                    'of %(host)s measured: [ironic_partition] '
+                    'forget_database_clocks lists it. It is measured '
+                    'anew if it answers a claim round again.',
+                    {'node': node, 'level': inherited.pop(node),
+                     'host': host})
+    if watch.inherit(inherited):
+        LOG.info('Inherited the clock measurements of the database '
+                 'nodes that the previous process of %(host)s made: '
+                 '%(nodes)s (difference %(diff).3f s; the next claim '
+                 'rounds measure again the nodes that answer them)',
+                 {'host': host,
+                  'nodes': watch.describe() or ', '.join(sorted(inherited)),
+                  'diff': watch.difference})

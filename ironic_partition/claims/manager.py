@@ -450,26 +450,8 @@ class ClaimManager(object):
                 not identity.registered:
             return
         self._clocks_inherited = True
-        inherited = dict(identity.inherited_clocks or {})
-        forgotten = sorted(n for n in inherited
-                           if n.lower() in self._forget_clocks)
-        for node in forgotten:
-            LOG.warning('Not taking over the clock of database node '
-                        '%(node)s (%(level)+.3f s) that the previous process '
-                        'of %(host)s measured: [ironic_partition] '
-                        'forget_database_clocks lists it. It is measured '
-                        'anew if it answers a claim round again.',
-                        {'node': node, 'level': inherited.pop(node),
-                         'host': self.host})
-        if self.clock_watch.inherit(inherited):
-            LOG.info('Inherited the clock measurements of the database '
-                     'nodes that the previous process of %(host)s made: '
-                     '%(nodes)s (difference %(diff).3f s; the next claim '
-                     'rounds measure again the nodes that answer them)',
-                     {'host': self.host,
-                      'nodes': self.clock_watch.describe() or
-                      ', '.join(sorted(inherited)),
-                      'diff': self.clock_watch.difference})
+        db_clock.take_over(self.clock_watch, self.host,
+                           identity.inherited_clocks, self._forget_clocks)
 
     def _watch_clock(self, server_time, before, after, node=None):
         """Record the server's time; a stall fences, a clock step is logged.
@@ -484,49 +466,21 @@ class ClaimManager(object):
         """
         if server_time is None:
             return
-        old_margin = self.clock_watch.margin()
-        jump = self.clock_watch.sample(server_time, before, after, node)
-        if jump is not None and jump.kind == db_clock.STALL:
-            with self._lock:
+        verdict = db_clock.observe(self.clock_watch, self.host,
+                                   self.fencing_margin, server_time,
+                                   before, after, node)
+        with self._lock:
+            if verdict.fence:
                 # NOTE(ironic-partition): what the last rounds proved was
-                # measured by a clock that stood still: nothing of it may
-                # be reported until this round proves the claims again.
+                # measured by a clock that stood still, or no margin covers
+                # the clocks: nothing of it may be reported any more (this
+                # round proves the claims again, if it may).
                 self._valid_until = None
-            LOG.warning('This host\'s lease clock fell %(stall).3f s behind '
-                        'the database server\'s between two claim rounds '
-                        'of %(host)s: this machine or process stood still '
-                        'with its clocks (a paused, saved or frozen VM), or '
-                        'the server\'s clock was stepped forward. Fenced at '
-                        'once; this round proves the claims again. The '
-                        'fencing margin is unchanged.',
-                        {'stall': jump.seconds, 'host': self.host})
-        step = (jump.seconds if jump is not None and
-                jump.kind == db_clock.STEP else None)
-        if step is not None:
-            with self._lock:
-                # NOTE(ironic-partition): what the last rounds proved was
-                # measured with the narrower margin: shorten it now.
-                widened = self.clock_watch.margin() - old_margin
-                if self._valid_until is not None and widened > 0:
-                    self._valid_until -= widened
-            LOG.warning('The database server\'s clock stepped by %(step)+.3f '
-                        's between two claim rounds of %(host)s (a failover '
-                        'to a database node whose clock differs, or a '
-                        'clock stepped on the server); largest difference '
-                        'so far %(max).3f s, fencing_margin %(margin)s s: '
-                        'claims now stop being reported %(eff).3f s before '
-                        'their lease runs out',
-                        {'step': step, 'host': self.host,
-                         'max': self.clock_watch.difference,
-                         'margin': self.fencing_margin,
-                         'eff': self.clock_watch.margin()})
-        problem = self.clock_watch.problem()
-        if problem:
-            with self._lock:
-                # NOTE(ironic-partition): no margin covers it: nothing
-                # held may be reported any more.
-                self._valid_until = None
-            raise exception.ClockStepTooLarge(reason=problem)
+            elif verdict.shorten and self._valid_until is not None:
+                # NOTE(ironic-partition): proven with the narrower margin.
+                self._valid_until -= verdict.shorten
+        if verdict.problem:
+            raise exception.ClockStepTooLarge(reason=verdict.problem)
 
     def _conclude(self, start, statements, ring_nodes, desired, released,
                   claimed, error, held):

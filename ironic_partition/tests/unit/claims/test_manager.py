@@ -218,6 +218,9 @@ class FakeClaimsDB(object):
         return row['owner'] if row and self._valid(row) else None
 
 
+#: The claims' loggers: the manager's and the clock watch's.
+CLAIMS_LOGGER = 'ironic_partition.claims'
+
 #: nova's cadence on its defaults: a 60 s resource tracker.
 NOVA_CADENCE = claim_settings.nova_cadence(0)
 
@@ -726,7 +729,7 @@ class TestFencing(ClaimsTestCase):
         self.advance(10)
         self.db_clock.now += 20
         self.db.node = 'db2:3306'
-        with self.assertLogs(claims.LOG.logger.name, 'WARNING') as logs:
+        with self.assertLogs(CLAIMS_LOGGER, 'WARNING') as logs:
             out = a.round(nodes)
         self.assertTrue(out.ok)
         self.assertIn('clock stepped by +20.000 s', logs.output[0])
@@ -782,7 +785,7 @@ class TestFencing(ClaimsTestCase):
         a.round(nodes)
         self.db_clock.now += 60
         self.clock.now += 0.5
-        with self.assertLogs(claims.LOG.logger.name, 'WARNING') as logs:
+        with self.assertLogs(CLAIMS_LOGGER, 'WARNING') as logs:
             out = a.round(nodes)
         self.assertTrue(out.ok)
         self.assertEqual(frozenset(nodes), out.reported)
@@ -824,7 +827,7 @@ class TestFencing(ClaimsTestCase):
         self.db_clock.now -= 70
         self.db.node = 'db1:3306'
         self.advance(10)
-        with self.assertLogs(claims.LOG.logger.name, 'INFO') as logs:
+        with self.assertLogs(CLAIMS_LOGGER, 'INFO') as logs:
             out = b.round(nodes)
         self.assertFalse(out.ok)
         self.assertEqual(frozenset(), out.reported)
@@ -868,7 +871,7 @@ class TestFencing(ClaimsTestCase):
         b.identity = RecordingIdentity(
             inherited={'db1:3306': 0.0, 'db2:3306': 70.0})
         self.db.node = 'db1:3306'
-        with self.assertLogs(claims.LOG.logger.name, 'WARNING') as logs:
+        with self.assertLogs(CLAIMS_LOGGER, 'WARNING') as logs:
             out = b.round(nodes)
         self.assertTrue(out.ok, out.error)
         self.assertIn('Not taking over the clock of database node '
