@@ -29,7 +29,11 @@ Measured from outside (servers API, cell database, placement, Ironic,
 the resource-tracker log lines): builds ACTIVE and failed (with nova's
 fault message), nodes that ever carried two servers, node-seconds held
 by two computes, allocations left after every server was deleted, and
-the time from the request to ACTIVE (median and 95th percentile).
+the time from the request to ACTIVE (median and 95th percentile), and
+where a build of the first burst spent it (:func:`build_phases`: medians
+from nova's instance actions and its compute logs). ``--runs`` repeats
+both drivers in the same invocation and prints each driver's median over
+the runs, and ours against nova's.
 
 Run it inside the functional environment (it needs the SQL servers and
 RabbitMQ of tools/test-setup.sh)::
@@ -42,6 +46,7 @@ import collections
 import contextlib
 import logging
 import os
+import re
 import statistics
 import sys
 import threading
@@ -106,6 +111,83 @@ class Watcher(object):
         self.doubled |= {n for n, c in per_node.items() if c > 1}
 
 
+_SPAWN_RE = re.compile(r'\[instance: ([0-9a-f-]{36})\] Took ([0-9.]+) '
+                       r'seconds to spawn the instance on the hypervisor')
+_BUILD_RE = re.compile(r'\[instance: ([0-9a-f-]{36})\] Took ([0-9.]+) '
+                       r'seconds to build instance')
+
+#: The phases of :func:`build_phases`, in the order a build meets them.
+PHASES = [
+    ('API to scheduled', 'scheduled'),
+    ('scheduled to the compute\'s build', 'to_compute'),
+    ('build on the compute (event)', 'compute'),
+    ('... of which claim, network, prepare_for_spawn', 'before_spawn'),
+    ('... of which spawn on the hypervisor', 'spawn'),
+    ('compute\'s build done to ACTIVE seen', 'seen'),
+    ('reschedules', 'reschedules'),
+]
+
+
+def build_phases(api, ids, final, started, log_paths):
+    """Where the builds spent their time: the median of each phase.
+
+    From each server's ``create`` action (compute API 2.84): the request
+    (the action's start), the end of nova-conductor's
+    ``schedule_and_build_instances`` event (scheduled), the start and end
+    of the compute's ``_do_build_and_run_instance`` events (one more per
+    reschedule, the last one counted from the first one's start); and
+    from the compute logs nova's own "Took N seconds to spawn the instance
+    on the hypervisor" and "to build instance" lines (the build less the
+    spawn is the claim, the network, and the driver's
+    ``prepare_for_spawn``: our reservation under its proven claim).
+
+    :param api: the NovaAPIFixture.
+    :param ids: the servers of the burst.
+    :param final: ``{id: (status, seconds after started)}`` as watched.
+    :param started: when the burst was asked for.
+    :param log_paths: the nova-compute logs.
+    :returns: ``{phase key: median seconds}`` over the servers that went
+        ACTIVE (see :data:`PHASES`).
+    """
+    spawn, build = {}, {}
+    for path in log_paths:
+        with open(path, errors='replace') as stream:
+            for line in stream:
+                for regex, into in ((_SPAWN_RE, spawn), (_BUILD_RE, build)):
+                    match = regex.search(line)
+                    if match:
+                        into[match.group(1)] = float(match.group(2))
+    per = collections.defaultdict(list)
+    for server_id in ids:
+        status, seen = final.get(server_id, (None, None))
+        if status not in ('ACTIVE', 'SHUTOFF'):
+            continue
+        begun, events = api.action_events(server_id)
+        computes = sorted((e for e in events
+                           if e[0] == 'compute__do_build_and_run_instance'
+                           and e[1] is not None),
+                          key=lambda e: e[1])
+        scheduled = [e[2] for e in events
+                     if e[0] == 'conductor_schedule_and_build_instances'
+                     and e[2] is not None]
+        if begun is None or not computes or computes[-1][2] is None:
+            continue
+        first, last = computes[0], computes[-1]
+        if scheduled:
+            per['scheduled'].append(scheduled[0] - begun)
+            per['to_compute'].append(first[1] - scheduled[0])
+        per['compute'].append(last[2] - first[1])
+        per['reschedules'].append(len(computes) - 1)
+        per['seen'].append(started + seen - last[2])
+        if server_id in spawn:
+            per['spawn'].append(spawn[server_id])
+            if server_id in build:
+                per['before_spawn'].append(build[server_id] -
+                                           spawn[server_id])
+    return {key: statistics.median(values)
+            for key, values in per.items() if values}
+
+
 def _percentile(values, fraction):
     ordered = sorted(values)
     if not ordered:
@@ -152,6 +234,10 @@ def _burst(api, records, nova, count, prefix, timeout, kill=None):
         watcher.poll()
     finally:
         watcher.stop()
+    if not kill:
+        figures['phases'] = build_phases(
+            api, ids, watcher.final, started,
+            [c.log_path for c in nova.computes.values()])
     times = [t for status, t in watcher.final.values() if status != 'ERROR']
     failures = collections.Counter(
         (s.fault or {}).get('message', 'no fault')[:80]
@@ -321,6 +407,12 @@ def print_table(results, out=sys.stdout):
                       for phase in ('burst', 'burst + kill')]
             for name, key in ROWS]
     nova_lane_bench.write_rst_table(header, body, out)
+    out.write('\nWhere a build of the first burst spent its time (median '
+              'seconds over its ACTIVE servers):\n\n')
+    nova_lane_bench.write_rst_table(
+        ['phase'] + [r['driver'] for r in results],
+        [[name] + [_fmt(r.get('burst', {}).get('phases', {}).get(key))
+                   for r in results] for name, key in PHASES], out)
     for r in results:
         for phase in ('burst', 'burst + kill'):
             failures = r.get(phase, {}).get('failures')
@@ -340,6 +432,8 @@ def main(argv=None):
                         help='servers per burst')
     parser.add_argument('--nodes', type=int, default=36,
                         help='nodes, all in rack1')
+    parser.add_argument('--runs', type=int, default=1,
+                        help='run both drivers this many times, in turn')
     add_common_args(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -349,11 +443,16 @@ def main(argv=None):
     with shared_services(args.nodes, extra_config={
             'conductor': {'automated_clean': True}}) as (
                 ironic, glance, neutron, _group):
-        for label, driver in DRIVERS:
-            if args.driver and label not in args.driver:
-                continue
-            results.append(run_driver(label, driver, ironic, glance,
-                                      neutron, args.servers, args.timeout))
+        for run in range(1, args.runs + 1):
+            for label, driver in DRIVERS:
+                if args.driver and label not in args.driver:
+                    continue
+                result = run_driver(label, driver, ironic, glance,
+                                    neutron, args.servers, args.timeout)
+                result['label'] = label
+                if args.runs > 1:
+                    result['driver'] = '%s, run %d' % (label, run)
+                results.append(result)
     cadence = harness_nova.SHORT_CADENCE
     print('%d servers per burst on %d nodes (conductor group rack1), '
           'computes %s with peer_list, nova and placement on PostgreSQL, '
@@ -363,7 +462,38 @@ def main(argv=None):
               ', '.join('%s=%s' % kv for kv in sorted(cadence.items())),
               *load, *os.getloadavg(), time.time() - started))
     nova_lane_bench.report(results, print_table, args.json)
+    print_summary(results)
     return 0
+
+
+def print_summary(results, out=sys.stdout):
+    """Each driver's time to ACTIVE over the runs, and ours against nova's.
+
+    :param results: the dicts of :func:`run_driver`, with their ``label``.
+    :param out: the stream.
+    :returns: None
+    """
+    by_label = collections.defaultdict(list)
+    for result in results:
+        by_label[result['label']].append(result.get('burst', {}))
+    medians = {}
+    for label, bursts in by_label.items():
+        figures = {key: [b[key] for b in bursts if b.get(key) is not None]
+                   for key in ('to_active_median_s', 'to_active_p95_s')}
+        medians[label] = {key: statistics.median(values) if values else None
+                          for key, values in figures.items()}
+        out.write('%s, burst, over %d run(s): median of the medians %s s, '
+                  'of the 95th percentiles %s s\n' % (
+                      label, len(bursts),
+                      _fmt(medians[label]['to_active_median_s']),
+                      _fmt(medians[label]['to_active_p95_s'])))
+    ours, theirs = (medians.get(DRIVERS[0][0]), medians.get(DRIVERS[1][0]))
+    if ours and theirs:
+        for key, name in (('to_active_median_s', 'median'),
+                          ('to_active_p95_s', '95th percentile')):
+            if ours[key] and theirs[key]:
+                out.write('ours / nova\'s, %s: %.2f\n' % (
+                    name, ours[key] / theirs[key]))
 
 
 if __name__ == '__main__':

@@ -50,6 +50,7 @@ Usage::
 """
 
 from concurrent import futures
+import datetime
 import os
 
 from ironic_partition.testing.lanes import servers as harness_servers
@@ -315,6 +316,42 @@ class NovaAPIFixture(apiservice.APIServiceFixture):
             raise harness_process.HarnessError('%s: %s' % (e, {
                 i: last[i].status if i in last else 'missing'
                 for i in ids}))
+
+    def action_events(self, server_id, action='create'):
+        """When a server's ``action`` began, and its events, as nova saw it.
+
+        From the instance actions (compute API 2.84): the action's start
+        (the API's request) and each event's start and finish, in seconds
+        since the epoch.
+
+        :param server_id: the server.
+        :param action: the action's name (``create``, ``rebuild``...).
+        :returns: ``(start, [(event, start, finish, result), ...])``;
+            ``(None, [])`` when nova recorded no such action.
+        """
+        def epoch(stamp):
+            if not stamp:
+                return None
+            when = datetime.datetime.fromisoformat(stamp.rstrip('Z'))
+            return when.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+        resp = self.conn.compute.get(
+            '/servers/%s/os-instance-actions' % server_id,
+            microversion='2.84')
+        found = [a for a in resp.json().get('instanceActions', ())
+                 if a['action'] == action]
+        if resp.status_code != 200 or not found:
+            return None, []
+        resp = self.conn.compute.get(
+            '/servers/%s/os-instance-actions/%s' % (
+                server_id, found[-1]['request_id']), microversion='2.84')
+        if resp.status_code != 200:
+            return None, []
+        record = resp.json()['instanceAction']
+        return epoch(record.get('start_time')), [
+            (e['event'], epoch(e.get('start_time')),
+             epoch(e.get('finish_time')), e.get('result'))
+            for e in record.get('events', ())]
 
     def delete_and_wait(self, ids, timeout):
         """Delete servers and wait until the API no longer lists them.
