@@ -135,7 +135,9 @@ def resolve(settings):
     fenced itself. Unset, ``fencing_margin`` is ``hold`` plus a tenth of
     the lease, and ``lease_time`` the largest of ``service_down_time``,
     ``cadence.lease_floor`` intervals, and what leaves the timer room to
-    renew three times before the fence.
+    renew three times before the fence; with ``fencing_margin`` set alone,
+    ``lease_time`` is long enough to leave the timer the room the
+    automatic values would.
 
     :param settings: the service's :class:`~ironic_partition.settings.
         Settings` (``lease_time``, ``fencing_margin``,
@@ -155,8 +157,15 @@ def resolve(settings):
     margin = settings.fencing_margin
     least = cadence.lease_floor * interval
     if lease is None:
-        floor = (hold + 3.0) / 0.9 if margin is None else margin + 3.0
-        lease = max(down, least, int(math.ceil(floor)))
+        lease = max(down, least, int(math.ceil((hold + 3.0) / 0.9)))
+        if margin is not None:
+            # NOTE(ironic-partition): a margin set alone keeps the room
+            # the automatic values leave the lease timer between the last
+            # renewal and the fence (44 s on nova's defaults): a margin
+            # copied from older defaults (72 s) must not leave a database
+            # hiccup of a few seconds to fence the service.
+            room = lease - (hold + lease / 10.0)
+            lease = max(lease, int(math.ceil(margin + room)))
     elif lease < least:
         raise config_error(
             'lease_time', lease,

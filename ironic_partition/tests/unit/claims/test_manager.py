@@ -321,6 +321,18 @@ class TestSettings(base.TestCase):
         self.assertEqual(16.0, settings.fencing_margin)
         self.assertAlmostEqual(44.0 / 3, settings.renew_interval)
 
+    def test_a_margin_set_alone_keeps_the_renewal_room(self):
+        # A margin copied from the former defaults (72 s): the lease keeps
+        # the 44 s the automatic values leave between the last renewal
+        # and the fence, not 3 s.
+        self.config(group='ironic_partition', fencing_margin=72)
+        settings = _settings(self.conf, NOVA_CADENCE)
+        self.assertEqual((116.0, 72.0), (settings.lease_time,
+                                         settings.fencing_margin))
+        # The agent's defaults: 54 s of room.
+        self.config(group='ironic_partition', fencing_margin=10)
+        self.assertEqual(64.0, _settings(self.conf).lease_time)
+
     def test_nova_hold_is_one_interval_when_shorter(self):
         # The test lanes' cadence: a run every 4 s asks again sooner than
         # the write window runs out.
