@@ -255,8 +255,18 @@ def _burst(api, records, nova, count, prefix, timeout, kill=None):
         'to_active_p95_s': _percentile(times, 0.95),
     })
     api.delete_and_wait(ids, timeout)
-    harness.wait_for(records.nodes_available, timeout,
-                     'every node back to available', interval=1)
+    try:
+        harness.wait_for(records.nodes_available, timeout,
+                         'every node back to available', interval=1)
+    except harness.HarnessError:
+        # NOTE(ironic-partition): a finding, not a crash: name the nodes
+        # and their states, and go on with the next burst.
+        figures['nodes_not_available'] = {
+            uuid: [n.provision_state, n.instance_id, n.last_error]
+            for uuid, n in records.nodes().items()
+            if n.provision_state != 'available' or n.instance_id}
+        LOG.warning('Nodes not back to available after the burst: %s',
+                    figures['nodes_not_available'])
     figures['leaked_allocations'] = sum(
         1 for i in ids if records.allocations(i))
     figures['nonzero_usages'] = len(records.usages())
@@ -419,6 +429,10 @@ def print_table(results, out=sys.stdout):
             if failures:
                 out.write('%s, %s: failures %r\n' % (r['driver'], phase,
                                                      failures))
+            stuck = r.get(phase, {}).get('nodes_not_available')
+            if stuck:
+                out.write('%s, %s: nodes not back to available %r\n' % (
+                    r['driver'], phase, stuck))
 
 
 def main(argv=None):
