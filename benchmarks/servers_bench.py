@@ -118,8 +118,7 @@ _BUILD_RE = re.compile(r'\[instance: ([0-9a-f-]{36})\] Took ([0-9.]+) '
 
 #: The phases of :func:`build_phases`, in the order a build meets them.
 PHASES = [
-    ('API to scheduled', 'scheduled'),
-    ('scheduled to the compute\'s build', 'to_compute'),
+    ('API to the compute\'s build (scheduling, queues)', 'to_compute'),
     ('build on the compute (event)', 'compute'),
     ('... of which claim, network, prepare_for_spawn', 'before_spawn'),
     ('... of which spawn on the hypervisor', 'spawn'),
@@ -132,10 +131,11 @@ def build_phases(api, ids, final, started, log_paths):
     """Where the builds spent their time: the median of each phase.
 
     From each server's ``create`` action (compute API 2.84): the request
-    (the action's start), the end of nova-conductor's
-    ``schedule_and_build_instances`` event (scheduled), the start and end
-    of the compute's ``_do_build_and_run_instance`` events (one more per
-    reschedule, the last one counted from the first one's start); and
+    (the action's start; nova 34 records no event for the scheduling, so
+    the API, the scheduler and the queues are one phase) and the start
+    and end of the compute's ``_do_build_and_run_instance`` events (one
+    more per reschedule, the last one counted from the first one's
+    start); and
     from the compute logs nova's own "Took N seconds to spawn the instance
     on the hypervisor" and "to build instance" lines (the build less the
     spawn is the claim, the network, and the driver's
@@ -167,15 +167,10 @@ def build_phases(api, ids, final, started, log_paths):
                            if e[0] == 'compute__do_build_and_run_instance'
                            and e[1] is not None),
                           key=lambda e: e[1])
-        scheduled = [e[2] for e in events
-                     if e[0] == 'conductor_schedule_and_build_instances'
-                     and e[2] is not None]
         if begun is None or not computes or computes[-1][2] is None:
             continue
         first, last = computes[0], computes[-1]
-        if scheduled:
-            per['scheduled'].append(scheduled[0] - begun)
-            per['to_compute'].append(first[1] - scheduled[0])
+        per['to_compute'].append(first[1] - begun)
         per['compute'].append(last[2] - first[1])
         per['reschedules'].append(len(computes) - 1)
         per['seen'].append(started + seen - last[2])
