@@ -75,8 +75,6 @@ import sys
 import time
 import uuid
 
-from ironic_partition.claims import claim_settings
-from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness
 from ironic_partition.testing.lanes import novalane
 from ironic_partition.testing.services import nova as harness_nova
@@ -106,23 +104,6 @@ def rss_mib(service):
     """
     pids = service.group_pids()
     return novalane.rss_bytes(pids) / 2 ** 20 if pids else None
-
-
-def claim_timings(options):
-    """Our automatic claim timings inside nova-compute for a cadence.
-
-    :param options: nova's options of the cadence (None: nova's default).
-    :returns: ``{'lease_time', 'fencing_margin', 'renew_interval'}``,
-        seconds, as the driver resolves them.
-    """
-    down = options.get('service_down_time') or 60
-    timings = settings_mod.for_tests(
-        cadence=claim_settings.nova_cadence(
-            options.get('update_resources_interval')),
-        service_down_time=down).claims()
-    return {'lease_time': timings.lease_time,
-            'fencing_margin': timings.fencing_margin,
-            'renew_interval': timings.renew_interval}
 
 
 class Run(object):
@@ -511,7 +492,8 @@ def main(argv=None):
     config = {'nodes': args.nodes, 'computes': HOSTS,
               'conductor_group': GROUP, 'cadence': args.cadence,
               'cadence_options': CADENCES[args.cadence],
-              'claim_timings': claim_timings(CADENCES[args.cadence]),
+              'claim_timings': harness_nova.claim_timings(
+                  CADENCES[args.cadence])._asdict(),
               'load_start': os.getloadavg(), 'cpus': os.cpu_count()}
     ironic = harness.IronicFixture(db_backend='postgresql',
                                    conductor_groups=[GROUP])

@@ -45,6 +45,8 @@ import urllib.request
 
 import fixtures
 
+from ironic_partition.claims import claim_settings
+from ironic_partition import settings as settings_mod
 from ironic_partition.testing import process as harness_process
 from ironic_partition.testing.services import db as harness_db
 from ironic_partition.testing.services import nova_compute
@@ -79,6 +81,20 @@ NOVA_DEFAULT_CADENCE = {
     'report_interval': None,
     'service_down_time': None,
 }
+
+
+def claim_timings(cadence):
+    """Our automatic claim timings inside nova-compute on a cadence.
+
+    :param cadence: nova's options, as :data:`SHORT_CADENCE` (None or an
+        absent option: nova's default).
+    :returns: the :data:`~ironic_partition.claims.claim_settings.
+        ClaimSettings` the driver resolves (lease, margin, renewals).
+    """
+    return settings_mod.for_tests(
+        cadence=claim_settings.nova_cadence(
+            cadence.get('update_resources_interval')),
+        service_down_time=cadence.get('service_down_time') or 60).claims()
 
 
 class NovaFixture(fixtures.Fixture):

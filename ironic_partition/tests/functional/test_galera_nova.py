@@ -94,12 +94,12 @@ from testtools import content
 
 from ironic_partition.claims import claim_settings
 from ironic_partition.claims import db_clock
-from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness
 from ironic_partition.testing.lanes import novalane
 from ironic_partition.testing import process as harness_process
 from ironic_partition.testing.services import db as harness_db
 from ironic_partition.testing.services import galera as galera_mod
+from ironic_partition.testing.services import nova as harness_nova
 from ironic_partition.tests.functional import test_nova_compute
 
 HOSTS = test_nova_compute.HOSTS
@@ -118,9 +118,7 @@ _RUN = 'Running periodic task ComputeManager.update_available_resource'
 def _claim_timings(cadence):
     """The computes' automatic claim timings, and the clock tolerance."""
     nova = claim_settings.nova_cadence(cadence['update_resources_interval'])
-    timings = settings_mod.for_tests(
-        cadence=nova,
-        service_down_time=cadence['service_down_time']).claims()
+    timings = harness_nova.claim_timings(cadence)
     watch = db_clock.ClockWatch(timings.fencing_margin, timings.lease_time,
                                 hold=nova.hold)
     return timings, watch.tolerance()

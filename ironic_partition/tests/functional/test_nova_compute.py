@@ -37,9 +37,7 @@ from openstack import exceptions as sdk_exc
 from oslotest import base
 from testtools import content
 
-from ironic_partition.claims import claim_settings
 from ironic_partition import metrics
-from ironic_partition import settings as settings_mod
 from ironic_partition import testing as harness
 from ironic_partition.testing.commands import cli as harness_cli
 from ironic_partition.testing.install import upstream
@@ -273,9 +271,9 @@ class _Lane(base.BaseTestCase):
         """
         down = self.cadence('service_down_time', 60)
         interval = self.cadence('update_resources_interval', 0) or 60
-        lease = settings_mod.for_tests(
-            cadence=claim_settings.nova_cadence(interval),
-            service_down_time=down).claims().lease_time
+        lease = harness_nova.claim_timings(
+            {'update_resources_interval': interval,
+             'service_down_time': down}).lease_time
         return max(down, lease) + interval + SLACK
 
     def split_done(self, live):
