@@ -49,6 +49,14 @@ the service's row (recorded with each heartbeat), and a restarted service
 starts from them (:meth:`ClockWatch.inherit`), so a restart neither
 forgets a difference nor lifts a refusal.
 
+A reading is only as sharp as the statement that made it: one that
+waited (the first statements after a failover may) could place a node's
+level up to that wait away from the truth, and a later sharp reading of
+the same node would then look like a stall while the difference stayed
+unseen. A reading blurred by more than :data:`MAX_SAMPLE_ERROR` is
+:data:`IMPRECISE`: it places no level and is not the reference of the
+next one; only a stall that its blur cannot explain is taken from it.
+
 Not every jump is the server's: when this machine stops with its clocks
 (a paused or saved VM whose clock the hypervisor froze), the lease clock
 falls behind the server's by the pause. A forward jump read from the same
@@ -89,6 +97,18 @@ BASE_ALLOWANCE = 0.05
 #: Offset change per second between two samples that is never a step: NTP
 #: slews a clock by at most 500 ppm.
 DRIFT_RATE = 0.0005
+#: The largest uncertainty of one sample (half the round trip of the
+#: statement that read the server's time) that may relate two clocks.
+#: Each level is measured by two samples (the last one before the node
+#: changed and the first one after), so a level is off by at most
+#: :data:`BASE_ALLOWANCE`, which the widened margin adds. A reading
+#: blurred by more (a statement that waited) only tells a stall that
+#: even its blur cannot explain; it places no level and the next sample
+#: is compared with the one before it.
+MAX_SAMPLE_ERROR = BASE_ALLOWANCE / 2
+#: How many blurred readings in a row are logged as a warning: the watch
+#: measures nothing while they last.
+IMPRECISE_WARNING = 3
 #: The smallest part of the configured reporting window (``lease_time -
 #: fencing_margin``) that a widened margin must leave: below it, claims
 #: renewed every third of what is left could lapse between two renewals
@@ -104,6 +124,9 @@ Jump = collections.namedtuple('Jump', ['kind', 'seconds'])
 STEP = 'step'
 #: This machine stopped with its clocks (paused, saved, frozen).
 STALL = 'stall'
+#: A reading too blurred to measure anything (``seconds``: its
+#: uncertainty); it was not used.
+IMPRECISE = 'imprecise'
 
 
 def spread(levels):
@@ -169,6 +192,8 @@ class ClockWatch(object):
         #: None, and how many were seen.
         self.last_stall = None
         self.stalls = 0
+        #: Blurred readings in a row (:data:`IMPRECISE`).
+        self.imprecise = 0
 
     def sample(self, server_time, before, after, node=None):
         """Record the server's time read between two local instants.
@@ -178,33 +203,45 @@ class ClockWatch(object):
         :param after: the local lease-clock time after it.
         :param node: the database node that answered, or None where the
             database cannot tell.
-        :returns: a :data:`Jump` when this sample shows one, else None.
+        :returns: a :data:`Jump` when this sample shows one or was too
+            blurred to use (:data:`IMPRECISE`), else None.
         """
         middle = (before + after) / 2.0
         error = max(0.0, (after - before) / 2.0)
         offset = server_time.timestamp() - middle
         with self._lock:
             jump = None
-            if self._offset is None:
-                self._level = self._levels.get(node, 0.0)
-            else:
+            change = allowed = None
+            if self._offset is not None:
                 change = offset - self._offset
                 allowed = (BASE_ALLOWANCE + error + self._error
                            + DRIFT_RATE * max(0.0, middle - self._at))
-                if abs(change) > allowed and change > 0 and \
-                        node == self._node:
-                    jump = Jump(STALL, change)
-                    self.stalls += 1
-                    self.last_stall = change
-                else:
-                    if abs(change) > allowed:
-                        jump = Jump(STEP, change)
-                        self.steps += 1
-                        self.last_step = change
-                    # NOTE(ironic-partition): below the allowance too:
-                    # NTP slewing a node's clock right, round by round,
-                    # is measured as it happens.
-                    self._level += change
+            stall = (change is not None and change > allowed
+                     and node == self._node)
+            if error > MAX_SAMPLE_ERROR and not stall:
+                # NOTE(ironic-partition): the server's time was read
+                # somewhere in a wait: taken as measured, it could place
+                # a node's level up to that wait away from the truth,
+                # and a later sharp reading of the same node would then
+                # look like a stall while the difference stayed unseen.
+                self.imprecise += 1
+                return Jump(IMPRECISE, error)
+            self.imprecise = 0
+            if change is None:
+                self._level = self._levels.get(node, 0.0)
+            elif stall:
+                jump = Jump(STALL, change)
+                self.stalls += 1
+                self.last_stall = change
+            else:
+                if abs(change) > allowed:
+                    jump = Jump(STEP, change)
+                    self.steps += 1
+                    self.last_step = change
+                # NOTE(ironic-partition): below the allowance too: NTP
+                # slewing a node's clock right, round by round, is
+                # measured as it happens.
+                self._level += change
             self._offset, self._error, self._at = offset, error, middle
             self._node = node
             self._place(node)
@@ -340,24 +377,33 @@ class ClockWatch(object):
 Verdict = collections.namedtuple('Verdict', ['fence', 'shorten', 'problem'])
 
 
-def observe(watch, host, fencing_margin, server_time, before, after,
-            node=None):
+def observe(watch, host, fencing_margin, server):
     """Judge one claim round's reading of the server's time, and log it.
 
     :param watch: the service's :class:`ClockWatch`.
     :param host: the service's host name, for the log lines.
     :param fencing_margin: the configured margin, for the log lines.
-    :param server_time: the server's time, read between the two local
-        instants.
-    :param before: the local lease-clock time before the read.
-    :param after: the local lease-clock time after it.
-    :param node: the database node that answered, or None.
+    :param server: the :data:`~ironic_partition.db.claims.ServerTime`
+        the round read: the server's time, the node that answered and the
+        local lease-clock instants around that statement.
     :returns: a :data:`Verdict`.
     """
     old_margin = watch.margin()
-    jump = watch.sample(server_time, before, after, node)
+    jump = watch.sample(server.time, server.before, server.after,
+                        server.node)
     fence, shorten = False, 0.0
-    if jump is not None and jump.kind == STALL:
+    if jump is not None and jump.kind == IMPRECISE:
+        log = (LOG.warning if watch.imprecise == IMPRECISE_WARNING
+               else LOG.debug)
+        log('The database server\'s time took %(rtt).3f s to read in a '
+            'claim round of %(host)s (%(n)d in a row): too blurred to '
+            'measure its clock against this host\'s (at most %(max).3f '
+            's); the next rounds measure it. A failover to a database '
+            'node whose clock differs is not seen while the reads stay '
+            'this slow.',
+            {'rtt': 2 * jump.seconds, 'host': host, 'n': watch.imprecise,
+             'max': 2 * MAX_SAMPLE_ERROR})
+    elif jump is not None and jump.kind == STALL:
         fence = True
         LOG.warning('This host\'s lease clock fell %(stall).3f s behind '
                     'the database server\'s between two claim rounds '

@@ -386,16 +386,14 @@ class ClaimManager(object):
             self._ensure_schema()
             self._adopt()
             self._inherit_clocks()
-            before = self._clock()
-            owned, server_time, node = self.store.claims.owned_claims(
-                self.role, self.host, incarnation=inc, with_time=True,
-                with_node=True)
+            owned, server = self.store.claims.owned_claims(
+                self.role, self.host, incarnation=inc, clock=self._clock)
             try:
-                self._watch_clock(server_time, before, self._clock(), node)
+                self._watch_clock(server)
             finally:
                 if self.identity is not None:
                     self.identity.note_claim_round(
-                        node, self.clock_watch.levels())
+                        server.node, self.clock_watch.levels())
             with self._lock:
                 keep = self._last_reported
             to_release = frozenset(owned) - desired - keep
@@ -453,22 +451,18 @@ class ClaimManager(object):
         db_clock.take_over(self.clock_watch, self.host,
                            identity.inherited_clocks, self._forget_clocks)
 
-    def _watch_clock(self, server_time, before, after, node=None):
+    def _watch_clock(self, server):
         """Record the server's time; a stall fences, a clock step is logged.
 
-        :param server_time: the server's time, read between the two
-            local instants.
-        :param before: the local lease-clock time before the read.
-        :param after: the local lease-clock time after it.
-        :param node: the database node that answered, or None.
+        :param server: the :data:`~ironic_partition.db.claims.ServerTime`
+            a claim round read.
         :raises ClockStepTooLarge: the steps seen are more than the lease
             can cover.
         """
-        if server_time is None:
+        if server is None or server.time is None:
             return
         verdict = db_clock.observe(self.clock_watch, self.host,
-                                   self.fencing_margin, server_time,
-                                   before, after, node)
+                                   self.fencing_margin, server)
         with self._lock:
             if verdict.fence:
                 # NOTE(ironic-partition): what the last rounds proved was

@@ -66,6 +66,13 @@ ClaimSnapshot = collections.namedtuple('ClaimSnapshot', ['as_of', 'claims'])
 #: An own claim as seen by :meth:`ClaimsAPI.owned_claims`.
 OwnedClaim = collections.namedtuple('OwnedClaim', ['epoch', 'valid'])
 
+#: The server's time as :meth:`ClaimsAPI.owned_claims` read it: ``time``
+#: (an aware ``datetime``), ``node`` (the database node that answered, or
+#: None where the database cannot tell), ``before`` and ``after`` (the
+#: caller's clock just before and just after that statement).
+ServerTime = collections.namedtuple('ServerTime',
+                                    ['time', 'node', 'before', 'after'])
+
 
 class ClaimsAPI(object):
     """The claims rows of one membership database.
@@ -210,23 +217,22 @@ class ClaimsAPI(object):
         raise NotImplementedError('Claims are not supported on %s' % name)
 
     @_common.retry
-    def owned_claims(self, role, host, incarnation=None, with_time=False,
-                     with_node=False):
+    def owned_claims(self, role, host, incarnation=None, clock=None):
         """Read every claim row owned by a host, valid or expired.
 
         :param role: the service role.
         :param host: the owner's host name.
         :param incarnation: only the claims of this incarnation of the
             host; None for all of them.
-        :param with_time: also read the server's time, first, on the
-            same connection.
-        :param with_node: with ``with_time``, also read which database
-            node answered, in the same statement
-            (:class:`~ironic_partition.db.models.server_node`).
+        :param clock: a local clock (a callable returning seconds): also
+            read the server's time and which database node answered
+            (:class:`~ironic_partition.db.models.server_node`), first, on
+            the same connection, and ``clock()`` just before and just
+            after that one statement (not around the connection's
+            checkout or the claims read, whose waits would blur the
+            pairing of the two clocks).
         :returns: a dict of node UUID to :data:`OwnedClaim`; with
-            ``with_time``, ``(claims, server_time)``, the time an aware
-            ``datetime``; with ``with_node`` too, ``(claims, server_time,
-            database node or None)``.
+            ``clock``, ``(claims, ServerTime)``.
         """
         table = models.Claim.__table__
         query = sa.select(
@@ -234,20 +240,18 @@ class ClaimsAPI(object):
             sa.case((self._claim_valid(table), sa.literal(1)),
                     else_=sa.literal(0)),
         ).where(*self._mine(table, role, host, incarnation))
-        now = node = None
+        server = None
         with self._db.reader() as conn:
-            if with_time:
+            if clock is not None:
+                before = clock()
                 now, node = conn.execute(sa.select(
                     models.utcnow(), models.server_node())).first()
+                server = ServerTime(_common.utc(now), node, before, clock())
             rows = conn.execute(query).all()
-        self._count(2 if with_time else 1)
+        self._count(1 if clock is None else 2)
         claims = {row[0]: OwnedClaim(int(row[1]), bool(row[2]))
                   for row in rows}
-        if with_time and with_node:
-            return claims, _common.utc(now), node
-        if with_time:
-            return claims, _common.utc(now)
-        return claims
+        return claims if clock is None else (claims, server)
 
     def claim_left(self, role, host, node_id, incarnation):
         """Read how long one claim of an incarnation has left.

@@ -179,8 +179,16 @@ class GaleraTestCase(test_galera_fixture.SharedGalera,
                          'HAProxy to send connections to node1')
         self.wait_ready(HOSTS, 'the agents to be ready on node1', since)
         self.wait_split(HOSTS, 'the split on node1', since)
-        # Every agent met node1's clock, NODE1_AHEAD ahead of node0's, and
-        # widened its margin to cover it.
+        # Every agent meets node1's clock, NODE1_AHEAD ahead of node0's,
+        # and widens its margin to cover it: at the first round on node1
+        # whose reading of the server's time is sharp (a reading that
+        # waited, as the first ones after a failover may, measures
+        # nothing).
+        harness.wait_for(
+            lambda: all(_clock_of(self.observer.latest().get(h))
+                        for h in HOSTS), TIMEOUT,
+            'every agent to measure node1\'s clock', interval=0.2,
+            check=lambda: self.agents.check_alive(HOSTS))
         reports = self.observer.latest()
         self.figures['clock_difference_seen'] = {
             h: _clock_of(reports[h]) for h in HOSTS}

@@ -209,13 +209,17 @@ class TestClaimStatements(ClaimsTestBase):
         a.claims.renew_claims(ROLE, 'a', 60)
         a.services.release_service('a', ROLE, 'inc-a', down=True)
         self.assertIsNone(a.claims.claim_left(ROLE, 'a', node[0], 'inc-a'))
-        _claims, now, answered = a.claims.owned_claims(
-            ROLE, 'a', with_time=True, with_node=True)
-        self.assertIsNotNone(now)
+        ticks = iter(range(10, 100))
+        _claims, server = a.claims.owned_claims(
+            ROLE, 'a', clock=lambda: next(ticks))
+        self.assertIsNotNone(server.time.tzinfo)
+        # The clock is read just around the one statement that read the
+        # server's time.
+        self.assertEqual((10, 11), (server.before, server.after))
         if self.backend == 'mysql':
-            self.assertRegex(answered, r'^.+:\d+$')
+            self.assertRegex(server.node, r'^.+:\d+$')
         else:
-            self.assertIsNone(answered)
+            self.assertIsNone(server.node)
 
     def test_renew_moves_the_expiry_and_keeps_the_epoch(self):
         a = self.connection()

@@ -16,7 +16,10 @@
 
 import datetime
 
+import fixtures
+
 from ironic_partition.claims import db_clock
+from ironic_partition.db import claims as claims_db
 from ironic_partition.tests import base
 
 T0 = datetime.datetime(2026, 11, 27, tzinfo=datetime.timezone.utc)
@@ -35,7 +38,7 @@ class TestClockWatch(base.TestCase):
     def test_one_server_shows_no_step(self):
         # The server clock and the local one advance together; the
         # statement's round trip varies.
-        for i, rtt in enumerate((0.001, 0.2, 0.01, 0.3)):
+        for i, rtt in enumerate((0.001, 0.04, 0.01, 0.048)):
             local = 100.0 + 60 * i
             self.assertIsNone(self.watch.sample(at(60 * i + rtt / 2),
                                                 local, local + rtt))
@@ -97,6 +100,62 @@ class TestClockWatch(base.TestCase):
         self.assertIsNone(watch.problem())
         watch.sample(at(200 + 40), 300.0, 300.0, 'db3:3306')
         self.assertIn('within 5.95 s of each other', watch.problem())
+
+    def test_a_blurred_reading_measures_nothing(self):
+        # A failover to db2, 2 s ahead: its first reading of the server's
+        # time was answered at once and then waited 4 s (the round trip
+        # the watch sees is 4 s). Taken as measured, db2 would sit at
+        # db1's level and the next sharp reading of db2 would look like a
+        # 2 s stall of this host, the difference never seen.
+        self.watch.sample(at(0), 100.0, 100.002, 'db1:3306')
+        jump = self.watch.sample(at(60 + 2), 160.0, 164.0, 'db2:3306')
+        self.assertEqual(db_clock.IMPRECISE, jump.kind)
+        self.assertAlmostEqual(2.0, jump.seconds)
+        self.assertEqual((0.0, 1), (self.watch.difference,
+                                    self.watch.imprecise))
+        self.assertEqual({'db1:3306': 0.0}, self.watch.levels())
+        jump = self.watch.sample(at(66 + 2), 166.0, 166.002, 'db2:3306')
+        self.assertEqual(db_clock.STEP, jump.kind)
+        self.assertAlmostEqual(2.0, self.watch.difference, places=2)
+        self.assertEqual(0, self.watch.imprecise)
+        # Just within the bound, a reading still measures.
+        watch = db_clock.ClockWatch(fencing_margin=6, lease_time=60)
+        watch.sample(at(0), 100.0, 100.0, 'db1:3306')
+        rtt = 2 * db_clock.MAX_SAMPLE_ERROR - 1e-6
+        self.assertEqual(db_clock.STEP, watch.sample(
+            at(62 + rtt / 2), 160.0, 160.0 + rtt, 'db2:3306').kind)
+
+    def test_a_blurred_reading_still_tells_a_stall(self):
+        # Frozen 60 s, then a 1 s round trip: no blur explains 60 s.
+        self.watch.sample(at(0), 100.0, 100.002, 'db1:3306')
+        jump = self.watch.sample(at(120), 160.0, 161.0, 'db1:3306')
+        self.assertEqual(db_clock.STALL, jump.kind)
+        self.assertEqual(1, self.watch.stalls)
+        # A blurred reading is not the reference of the next one: a sharp
+        # reading after it compares with the last sharp one.
+        self.watch.sample(at(180 + 0.5), 180.0, 181.0, 'db1:3306')
+        self.assertIsNone(self.watch.sample(at(200), 200.0, 200.0,
+                                            'db1:3306'))
+
+    def test_blurred_readings_in_a_row_are_a_warning(self):
+        logger = self.useFixture(fixtures.FakeLogger(level='DEBUG'))
+        clock = iter(range(100, 1000, 10))
+
+        def server(rtt, node='db1:3306'):
+            before = next(clock)
+            return claims_db.ServerTime(at(before - 100), node, before,
+                                        before + rtt)
+        verdict = db_clock.observe(self.watch, 'h1', 6, server(0.001))
+        self.assertEqual((False, 0.0, None), tuple(verdict))
+        for _ in range(db_clock.IMPRECISE_WARNING - 1):
+            db_clock.observe(self.watch, 'h1', 6, server(0.5))
+        self.assertNotIn('(%d in a row)' % db_clock.IMPRECISE_WARNING,
+                         logger.output)
+        verdict = db_clock.observe(self.watch, 'h1', 6, server(0.5))
+        self.assertEqual((False, 0.0, None), tuple(verdict))
+        self.assertIn('The database server\'s time took 0.500 s to read '
+                      'in a claim round of h1 (3 in a row): too blurred',
+                      logger.output)
 
     def test_a_local_stall_is_not_a_database_step(self):
         # This VM stood still 60 s with its clocks frozen: the server's

@@ -121,21 +121,19 @@ class FakeClaimsDB(object):
         return row['owner'] == host and (
             incarnation is None or row.get('incarnation') == incarnation)
 
-    def owned_claims(self, role, host, incarnation=None, with_time=False,
-                     with_node=False):
-        if with_time:
+    def owned_claims(self, role, host, incarnation=None, clock=None):
+        server = None
+        if clock is not None:
+            before = clock()
             self._statement('now')
+            now = datetime.datetime.fromtimestamp(self.clock(),
+                                                  datetime.timezone.utc)
+            server = claims_db.ServerTime(now, self.node, before, clock())
         self._statement('owned')
         claims = {n: claims_db.OwnedClaim(r['epoch'], self._valid(r))
                   for (ro, n), r in self.rows.items()
                   if ro == role and self._mine(r, host, incarnation)}
-        if with_time:
-            now = datetime.datetime.fromtimestamp(self.clock(),
-                                                  datetime.timezone.utc)
-            if with_node:
-                return claims, now, self.node
-            return claims, now
-        return claims
+        return claims if clock is None else (claims, server)
 
     def held_claims(self, role, host, incarnation=None):
         self._statement('held')
