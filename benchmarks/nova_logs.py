@@ -18,10 +18,13 @@ benchmarks.
 One resource-tracker pass of a compute (:class:`Pass`, from
 :func:`read_passes`), placement's and ironic-api's request logs
 (:func:`placement_requests`, :func:`ironic_requests`), as
-:mod:`nova_scale_bench` and :mod:`nova_long_pass_bench` measure them.
+:mod:`nova_scale_bench` and :mod:`nova_long_pass_bench` measure them;
+:func:`keep_logs` copies a deployment's logs before its teardown.
 """
 
+import os
 import re
+import shutil
 
 from ironic_partition.testing.lanes import novalane
 REQ_RE = re.compile(r'\[(\S+) (req-[0-9a-f-]+)')
@@ -165,3 +168,23 @@ def ironic_requests(path):
                 result.append((novalane.line_time(line), match.group(1),
                                path_key(match.group(2))))
     return result
+
+
+def keep_logs(target, nova, ironic=None):
+    """Copy the logs of a nova deployment (and ironic-api's) to a folder.
+
+    :param target: the folder, made if missing.
+    :param nova: the :class:`~ironic_partition.testing.services.nova.
+        NovaFixture`, before its teardown.
+    :param ironic: the :class:`~ironic_partition.testing.IronicFixture`
+        whose API log to copy too, or None.
+    :returns: the folder.
+    """
+    os.makedirs(target, exist_ok=True)
+    paths = [service.log_path for service in nova.services]
+    if ironic is not None:
+        paths.append(ironic.api.log_path)
+    for path in paths:
+        if os.path.exists(path):
+            shutil.copy(path, target)
+    return target

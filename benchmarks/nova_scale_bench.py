@@ -70,7 +70,6 @@ from concurrent import futures
 import json
 import logging
 import os
-import shutil
 import sys
 import time
 import uuid
@@ -389,14 +388,9 @@ class Run(object):
                                                  time.time()))
 
     def _keep_logs(self):
-        target = os.path.join(self.args.log_dir, '%s-%d' % (
-            self.label.replace(' ', '_'), self.args.nodes))
-        os.makedirs(target, exist_ok=True)
-        for service in self.nova.services:
-            if os.path.exists(service.log_path):
-                shutil.copy(service.log_path, target)
-        if os.path.exists(self.ironic.api.log_path):
-            shutil.copy(self.ironic.api.log_path, target)
+        nova_logs.keep_logs(os.path.join(self.args.log_dir, '%s-%d' % (
+            self.label.replace(' ', '_'), self.args.nodes)), self.nova,
+            self.ironic)
 
 
 def takeover_passes(passes, shares, kill_at):

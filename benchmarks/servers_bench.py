@@ -60,6 +60,7 @@ from ironic_partition.testing.services import neutron as harness_neutron
 from ironic_partition.testing.services import nova as harness_nova
 from ironic_partition.testing.services import nova_api as harness_api
 import nova_lane_bench
+import nova_logs
 
 LOG = logging.getLogger('servers_bench')
 
@@ -353,14 +354,21 @@ def shared_services(nodes, **ironic_kwargs):
             fixture.cleanUp()
 
 
-def run_driver(label, driver, ironic, glance, neutron, count, timeout):
+def run_driver(label, driver, ironic, glance, neutron, count, timeout,
+               log_dir=None):
     """Both bursts with one driver.
 
+    :param log_dir: a folder to copy the deployment's logs to before its
+        teardown, or None.
     :returns: ``{phase: figures}`` plus the driver's name.
     """
     results = {'driver': label}
     with deployed(ironic, glance, neutron, HOSTS, driver) as (
             nova, api, records, recorder):
+        if log_dir:
+            # NOTE(ironic-partition): cleanups run last first: the logs
+            # are copied before the services are torn down.
+            nova.addCleanup(nova_logs.keep_logs, log_dir, nova, ironic)
         harness.wait_for(
             lambda: len(recorder.current_providers) >= count,
             timeout, 'the nodes in placement', interval=1)
@@ -443,6 +451,8 @@ def main(argv=None):
                         help='nodes, all in rack1')
     parser.add_argument('--runs', type=int, default=1,
                         help='run both drivers this many times, in turn')
+    parser.add_argument('--log-dir', help='keep each deployment\'s logs '
+                        'here, a folder per driver and run')
     add_common_args(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -456,8 +466,12 @@ def main(argv=None):
             for label, driver in DRIVERS:
                 if args.driver and label not in args.driver:
                     continue
+                log_dir = args.log_dir and os.path.join(
+                    args.log_dir, '%s-%d' % (re.sub(r'\W+', '_', label),
+                                             run))
                 result = run_driver(label, driver, ironic, glance,
-                                    neutron, args.servers, args.timeout)
+                                    neutron, args.servers, args.timeout,
+                                    log_dir=log_dir)
                 result['label'] = label
                 if args.runs > 1:
                     result['driver'] = '%s, run %d' % (label, run)
