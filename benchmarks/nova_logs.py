@@ -170,7 +170,7 @@ def ironic_requests(path):
     return result
 
 
-def keep_logs(target, nova, ironic=None):
+def keep_logs(target, nova, ironic=None, extra=()):
     """Copy the logs of a nova deployment (and ironic-api's) to a folder.
 
     :param target: the folder, made if missing.
@@ -178,10 +178,11 @@ def keep_logs(target, nova, ironic=None):
         NovaFixture`, before its teardown.
     :param ironic: the :class:`~ironic_partition.testing.IronicFixture`
         whose API log to copy too, or None.
+    :param extra: more log paths (nova-scheduler's).
     :returns: the folder.
     """
     os.makedirs(target, exist_ok=True)
-    paths = [service.log_path for service in nova.services]
+    paths = [service.log_path for service in nova.services] + list(extra)
     if ironic is not None:
         paths.append(ironic.api.log_path)
     for path in paths:

@@ -366,9 +366,10 @@ def run_driver(label, driver, ironic, glance, neutron, count, timeout,
     with deployed(ironic, glance, neutron, HOSTS, driver) as (
             nova, api, records, recorder):
         if log_dir:
-            # NOTE(ironic-partition): cleanups run last first: the logs
-            # are copied before the services are torn down.
-            nova.addCleanup(nova_logs.keep_logs, log_dir, nova, ironic)
+            # NOTE(ironic-partition): nova-api and nova-scheduler are torn
+            # down first, then nova: the logs are copied before either.
+            api.addCleanup(nova_logs.keep_logs, log_dir, nova, ironic,
+                           extra=[api.scheduler.log_path])
         harness.wait_for(
             lambda: len(recorder.current_providers) >= count,
             timeout, 'the nodes in placement', interval=1)
