@@ -468,7 +468,7 @@ class Partitioner(object):
                            '%d wait for claims held by other processes to '
                            'run out' % (len(ring_ownership.managed),
                                         len(outcome.waiting)),
-                    kind='claims')
+                    kind='claims', waiting=len(outcome.waiting))
             managed = frozenset(ownership.managed)
             by_id = {n.id: n for n in nodes if n.id in managed}
             previous = (frozenset(self.last_result.nodes)

@@ -328,6 +328,113 @@ class TestJoinPolicy(base.TestCase):
                           self._driver(error)._partition_join)
 
 
+def _not_ready(cause):
+    error = nova_exception.VirtDriverNotReady()
+    error.__cause__ = cause
+    return error
+
+
+def _waiting(count):
+    return _not_ready(exception.PartitionNotReady(
+        reason='%d wait' % count, kind='claims', waiting=count))
+
+
+class TestHandoverPolicy(base.TestCase):
+    """``_await_handover``: when nova-compute's start waits for its nodes."""
+
+    def setUp(self):
+        super().setUp()
+        self.logger = self.useFixture(fixtures.FakeLogger())
+        self.now = 100.0
+        self.useFixture(fixtures.MockPatchObject(
+            nova_driver.time, 'monotonic', lambda: self.now))
+        self.polls = []
+        self.outcomes = []
+
+    def _driver(self, refreshes, claims=True):
+        """A driver whose refreshes go as ``refreshes`` say.
+
+        :param refreshes: for each refresh, an exception to raise or the
+            nodes still waiting after a good one.
+        """
+        driver = _bare_driver(node_cache={NODE: None})
+        driver.partitioner = types.SimpleNamespace(
+            claims=(types.SimpleNamespace(lease_time=10) if claims
+                    else None),
+            cadence=types.SimpleNamespace(interval=5), last_result=None)
+        steps = iter(refreshes)
+
+        def refresh():
+            step = next(steps)
+            if isinstance(step, Exception):
+                raise step
+            driver.partitioner.last_result = types.SimpleNamespace(
+                claims=types.SimpleNamespace(waiting=frozenset(step)))
+        driver._refresh_cache = mock.Mock(side_effect=refresh)
+
+        def wait(seconds):
+            self.polls.append(seconds)
+            self.now += seconds
+            return False
+        driver._handover_over = types.SimpleNamespace(wait=wait)
+        return driver
+
+    def test_waits_while_other_processes_hold_its_share(self):
+        driver = self._driver([_waiting(5), _waiting(2), ()])
+        driver._await_handover()
+        self.assertEqual(3, driver._refresh_cache.call_count)
+        self.assertEqual([nova_driver.HANDOVER_POLL] * 2, self.polls)
+        self.assertIn('Holding the start of nova-compute until other '
+                      'processes hand back 5 nodes (at most 15 s)',
+                      self.logger.output)
+        self.assertIn('Other processes handed the nodes back: starting '
+                      'with 1 nodes', self.logger.output)
+
+    def test_a_part_of_its_share_is_not_enough(self):
+        # Its instance nodes adopted, its ring nodes still with a peer.
+        driver = self._driver([{NODE}, ()])
+        driver._await_handover()
+        self.assertEqual(2, driver._refresh_cache.call_count)
+
+    def test_ready_at_once_does_not_wait(self):
+        driver = self._driver([()])
+        driver._await_handover()
+        self.assertEqual([], self.polls)
+        self.assertNotIn('Holding', self.logger.output)
+
+    def test_other_reasons_do_not_wait(self):
+        causes = (
+            exception.DatabaseConnectionFailed(connection='c',
+                                               reason='refused'),
+            exception.PartitionNotReady(reason='ironic down',
+                                        kind='ironic'),
+            None)
+        for cause in causes:
+            driver = self._driver([_not_ready(cause)])
+            driver._await_handover()
+            self.assertEqual(1, driver._refresh_cache.call_count)
+        self.assertEqual([], self.polls)
+
+    def test_gives_up_after_the_lease_and_one_interval(self):
+        driver = self._driver([_waiting(3)] * 20)
+        driver._await_handover()
+        self.assertEqual(15, sum(self.polls))
+        self.assertIn('Starting while other processes still hold 3 of the '
+                      'nodes the ring gives this host, after 15 s: builds '
+                      'queued for them are refused and rescheduled',
+                      self.logger.output)
+
+    def test_claims_off_or_a_stop_end_the_wait(self):
+        driver = self._driver([], claims=False)
+        driver._await_handover()
+        driver._refresh_cache.assert_not_called()
+        driver = self._driver([_waiting(3)] * 20)
+        driver._handover_over = types.SimpleNamespace(
+            wait=lambda seconds: True)
+        driver._await_handover()
+        self.assertEqual(1, driver._refresh_cache.call_count)
+
+
 class TestForcedDownPolicy(base.TestCase):
     """``_forced_down_error``: a recovered host waits until set up."""
 
