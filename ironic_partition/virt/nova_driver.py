@@ -267,6 +267,12 @@ class IronicPartitionDriver(mixin.PartitionMixin,
                            and cause.kwargs.get('waiting'))
                 if not waiting:
                     return
+            except Exception:
+                # NOTE(ironic-partition): the wait is a courtesy to the
+                # builds queued here; nova's own start handles the rest.
+                LOG.warning('Not waiting for a handover at start: the '
+                            'refresh failed', exc_info=True)
+                return
             else:
                 # NOTE(ironic-partition): ready with a part of its share
                 # (its instance nodes adopted, the rest still held by

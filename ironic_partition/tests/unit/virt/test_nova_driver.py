@@ -413,6 +413,12 @@ class TestHandoverPolicy(base.TestCase):
             driver = self._driver([_not_ready(cause)])
             driver._await_handover()
             self.assertEqual(1, driver._refresh_cache.call_count)
+        # Nor does a refresh that fails unexpectedly: nova starts as it
+        # would have.
+        driver = self._driver([RuntimeError('boom')])
+        driver._await_handover()
+        self.assertIn('Not waiting for a handover at start: the refresh '
+                      'failed', self.logger.output)
         self.assertEqual([], self.polls)
 
     def test_gives_up_after_the_lease_and_one_interval(self):
