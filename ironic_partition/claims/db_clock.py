@@ -158,8 +158,8 @@ class ClockWatch(object):
     :param fencing_margin: the configured margin, in seconds.
     :param lease_time: the lease, in seconds.
     :param hold: how long the consumer may go on acting on a node after
-        the fence (the ``hold`` of its :data:`~ironic_partition.claims.
-        claim_settings.Cadence`), the part of the margin that a clock step
+        the fence (the ``hold`` of its :data:`~ironic_partition.settings.
+        claims.Cadence`), the part of the margin that a clock step
         cannot use.
     """
 

@@ -67,13 +67,14 @@ from oslo_log import log as logging
 import sqlalchemy.exc as sa_exc
 
 from ironic_partition._i18n import _
-from ironic_partition.claims import claim_settings
 from ironic_partition.claims import db_clock
 from ironic_partition.claims import lease_timer
 from ironic_partition.claims import outcome as outcome_mod
+from ironic_partition.conf import partition as partition_conf
 from ironic_partition.db import health
 from ironic_partition.db import store as store_mod
 from ironic_partition import exception
+from ironic_partition.settings import claims as claim_settings
 
 LOG = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ def from_settings(settings, store=None, role=None, takeover=False,
 
     :param settings: the service's :class:`~ironic_partition.settings.
         Settings`; the claim timings follow its cadence (see
-        :func:`~ironic_partition.claims.claim_settings.resolve`).
+        :func:`~ironic_partition.settings.claims.resolve`).
     :param store: the membership backend's :class:`~ironic_partition.db.
         store.Store`, or None.
     :param role: this service's role; :data:`DEFAULT_ROLE` when None.
@@ -181,10 +182,11 @@ class ClaimManager(object):
                  clock=lease_clock, owns_store=False,
                  renew_interval=None, hold=0.0, forget_clocks=()):
         if fencing_margin >= lease_time:
-            raise claim_settings.config_error(
-                'fencing_margin', fencing_margin,
-                _('it must be smaller than [ironic_partition] lease_time '
-                  '(%s)') % lease_time)
+            raise exception.ConfigurationError(
+                group=partition_conf.GROUP, option='fencing_margin',
+                value=fencing_margin, reason=_(
+                    'it must be smaller than [ironic_partition] lease_time '
+                    '(%s)') % lease_time)
         #: The :class:`~ironic_partition.db.store.Store`.
         self.store = store
         #: This process's :class:`~ironic_partition.db.identity.Identity`,

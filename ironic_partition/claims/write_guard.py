@@ -63,7 +63,7 @@ margin 5 s) the budget is 2.5 s and the timeout 5 to 10 s. (The timeout
 used to be the budget, 2.5 s in that cadence: an Ironic PATCH on two
 loaded cores outlasted it, and a build with one possible host failed
 although its claim had seconds to spare.) That timeout is
-:data:`~ironic_partition.claims.claim_settings.WRITE_WINDOW`, the part
+:data:`~ironic_partition.settings.claims.WRITE_WINDOW`, the part
 of nova's fencing margin that covers nova acting on a node after a check.
 
 What this does not cover, and is documented: a write that the client
@@ -75,9 +75,9 @@ it, unless the write lands later still.
 
 import collections
 
-from ironic_partition.claims import claim_settings
 from ironic_partition.claims import manager as claims_mod
 from ironic_partition import exception
+from ironic_partition.settings import claims as claim_settings
 
 #: Longest timeout a write under a proven claim gets, in seconds.
 MAX_WRITE_TIMEOUT = claim_settings.WRITE_WINDOW

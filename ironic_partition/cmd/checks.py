@@ -70,7 +70,6 @@ from oslo_log import log as logging
 
 from ironic_partition import __version__
 from ironic_partition._i18n import _
-from ironic_partition.claims import claim_settings
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import _output
 from ironic_partition import conf as ip_conf
@@ -85,6 +84,7 @@ from ironic_partition.ironic import node_index
 from ironic_partition.membership import base as membership_base
 from ironic_partition.partition import readonly
 from ironic_partition import settings as settings_mod
+from ironic_partition.settings import claims as claim_settings
 
 LOG = logging.getLogger(__name__)
 

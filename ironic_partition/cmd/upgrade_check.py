@@ -37,7 +37,6 @@ from oslo_log import log as logging
 from oslo_upgradecheck import upgradecheck
 
 from ironic_partition._i18n import _
-from ironic_partition.claims import claim_settings
 from ironic_partition.cmd import _args
 from ironic_partition.cmd import checks
 from ironic_partition import conf as ip_conf
@@ -45,6 +44,7 @@ from ironic_partition.conf import partition as partition_conf
 from ironic_partition import exception
 from ironic_partition.membership import base as membership_base
 from ironic_partition import settings as settings_mod
+from ironic_partition.settings import claims as claim_settings
 
 LOG = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def consumer_cadence(conf, role):
 
     :param conf: the parsed ``ConfigOpts``.
     :param role: the membership role.
-    :returns: a :data:`~ironic_partition.claims.claim_settings.Cadence`.
+    :returns: a :data:`~ironic_partition.settings.claims.Cadence`.
     """
     if role != membership_base.ROLE_NOVA_COMPUTE:
         return claim_settings.agent_cadence(

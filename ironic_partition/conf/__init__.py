@@ -21,6 +21,7 @@ at the moment of use, normalised and validated.
 
 import collections
 import socket
+import warnings
 
 from oslo_config import cfg
 
@@ -167,16 +168,18 @@ def get_host(conf):
 
 
 def config_error(option, value, reason, group=ironic.GROUP):
-    """The error naming one option, its value and what is allowed.
+    """Deprecated: raise ``ConfigurationError`` with its keywords instead.
 
-    The one builder of configuration errors.
+    Every configuration error is built by
+    :class:`~ironic_partition.exception.ConfigurationError` itself, with
+    ``group``, ``option``, ``value`` and ``reason``; this alias stays for
+    one release and is not used by the package.
 
-    :param option: the option's name.
-    :param value: the value at fault.
-    :param reason: what is allowed, or what is wrong.
-    :param group: the option's group, ``[ironic]`` by default.
     :returns: a :class:`~ironic_partition.exception.ConfigurationError`.
     """
+    warnings.warn('ironic_partition.conf.config_error is deprecated: '
+                  'build exception.ConfigurationError(group=, option=, '
+                  'value=, reason=)', DeprecationWarning, stacklevel=2)
     return exception.ConfigurationError(
         group=group, option=option, value=value, reason=reason)
 
@@ -199,7 +202,8 @@ def _normalized(value, check, option):
     try:
         check(value)
     except ValueError as e:
-        raise config_error(option, value, str(e))
+        raise exception.ConfigurationError(
+            group=ironic.GROUP, option=option, value=value, reason=str(e))
     return names.key(value)
 
 
@@ -216,7 +220,9 @@ def normalize_peer_list(values, option='peer_list'):
         try:
             host = normalize_host(names.check_host(value))
         except ValueError as e:
-            raise config_error(option, list(values), str(e))
+            raise exception.ConfigurationError(
+                group=ironic.GROUP, option=option, value=list(values),
+                reason=str(e))
         seen.setdefault(host, None)
     return tuple(seen)
 
@@ -312,9 +318,9 @@ def get_settings(conf):
                 peer_list=list(peers), host=host, shard=shard)
     elif key is not None:
         if not peers:
-            raise config_error(
-                'peer_list', [],
-                'it is empty while [ironic] partition_key is %r; list '
+            raise exception.ConfigurationError(
+                group=ironic.GROUP, option='peer_list', value=[],
+                reason='it is empty while [ironic] partition_key is %r; list '
                 'every service managing that group, including this host '
                 '%r' % (key, host))
         if host not in peers:

@@ -62,7 +62,6 @@ import threading
 
 from oslo_log import log as logging
 
-from ironic_partition.claims import claim_settings
 from ironic_partition.claims import manager as claims_mod
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
@@ -73,6 +72,7 @@ from ironic_partition.partition import readonly
 from ironic_partition.partition import refresh_result
 from ironic_partition.partition import rules
 from ironic_partition.ring import base as ring_base
+from ironic_partition.settings import claims as claim_settings
 
 LOG = logging.getLogger(__name__)
 

@@ -141,8 +141,8 @@ class RefreshResult(object):
     def warn_overrun(self, cadence):
         """Warn when the refresh took longer than the consumer's interval.
 
-        :param cadence: the consumer's :data:`~ironic_partition.
-            claim_settings.Cadence`.
+        :param cadence: the consumer's :data:`~ironic_partition.settings.
+            claims.Cadence`.
         :returns: None
         """
         result = self

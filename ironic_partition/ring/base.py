@@ -169,7 +169,7 @@ def from_settings(settings, members_fn, claims=True):
     :param members_fn: ``members_fn(partition_key)`` returning the live
         members of a partition.
     :param claims: whether ownership claims are on for this service
-        (:func:`ironic_partition.claims.claim_settings.wanted`); the balanced
+        (:func:`ironic_partition.settings.claims.wanted`); the balanced
         mode needs them.
     :returns: a :class:`RingProvider` built with ``members_fn``,
         ``partitions=2**partition_exponent`` and ``mode=ring_mode``.

@@ -39,7 +39,6 @@ import threading
 
 from oslo_log import log as logging
 
-from ironic_partition.claims import claim_settings
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import partition as partition_conf
 from ironic_partition import exception
@@ -47,6 +46,7 @@ from ironic_partition.membership import base as membership_base
 from ironic_partition import metrics
 from ironic_partition.partition import partitioner
 from ironic_partition import settings as settings_mod
+from ironic_partition.settings import claims as claim_settings
 
 LOG = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class PartitionMixin(object):
         """How this driver's consumer refreshes and acts on a result.
 
         :param conf: the service's ``ConfigOpts``.
-        :returns: a :data:`~ironic_partition.claims.claim_settings.Cadence`;
+        :returns: a :data:`~ironic_partition.settings.claims.Cadence`;
             the agent's (every ``refresh_interval``, told of a fence at once)
             here.
         """

@@ -87,10 +87,10 @@ from oslo_utils import timeutils
 
 from ironic_partition import __version__
 from ironic_partition._i18n import _
-from ironic_partition.claims import claim_settings
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.membership import nova as nova_membership
+from ironic_partition.settings import claims as claim_settings
 from ironic_partition.virt import mixin
 from ironic_partition.virt import reservation
 
@@ -201,7 +201,7 @@ class IronicPartitionDriver(mixin.PartitionMixin,
         """nova's resource tracker: every ``update_resources_interval``.
 
         :param conf: nova's ``ConfigOpts``.
-        :returns: :func:`~ironic_partition.claims.claim_settings.
+        :returns: :func:`~ironic_partition.settings.claims.
             nova_cadence` (the fence comes the write window, or one
             interval when shorter, before the lease runs out).
         """

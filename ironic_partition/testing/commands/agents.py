@@ -61,7 +61,7 @@ class Timings(collections.namedtuple(
     """The agents' timing options, in seconds.
 
     ``fencing_margin`` None means the automatic value (a tenth of the
-    lease), as :func:`ironic_partition.claims.claim_settings.resolve`
+    lease), as :func:`ironic_partition.settings.claims.resolve`
     computes it.
     """
 

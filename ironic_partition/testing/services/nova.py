@@ -45,8 +45,8 @@ import urllib.request
 
 import fixtures
 
-from ironic_partition.claims import claim_settings
 from ironic_partition import settings as settings_mod
+from ironic_partition.settings import claims as claim_settings
 from ironic_partition.testing import process as harness_process
 from ironic_partition.testing.services import db as harness_db
 from ironic_partition.testing.services import nova_compute
@@ -88,7 +88,7 @@ def claim_timings(cadence):
 
     :param cadence: nova's options, as :data:`SHORT_CADENCE` (None or an
         absent option: nova's default).
-    :returns: the :data:`~ironic_partition.claims.claim_settings.
+    :returns: the :data:`~ironic_partition.settings.claims.
         ClaimSettings` the driver resolves (lease, margin, renewals).
     """
     return settings_mod.for_tests(

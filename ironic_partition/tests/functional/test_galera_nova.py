@@ -92,8 +92,8 @@ import time
 
 from testtools import content
 
-from ironic_partition.claims import claim_settings
 from ironic_partition.claims import db_clock
+from ironic_partition.settings import claims as claim_settings
 from ironic_partition import testing as harness
 from ironic_partition.testing.lanes import novalane
 from ironic_partition.testing import process as harness_process

@@ -37,8 +37,25 @@ class MovedNamesTestCase(base.TestCase):
                 ('ironic_partition.hash_ring',
                  'ironic_partition.ring.hash_ring'),
                 ('ironic_partition.allocations',
-                 'ironic_partition.ironic.allocations')]:
+                 'ironic_partition.ironic.allocations'),
+                ('ironic_partition.claims.claim_settings',
+                 'ironic_partition.settings.claims')]:
             module, messages = self._import_old(old)
             self.assertIs(importlib.import_module(new), module)
             self.assertEqual(['%s is deprecated: import %s' % (old, new)],
                              messages)
+
+    def test_the_old_error_builder_warns_and_builds_the_one_error(self):
+        from ironic_partition import conf as ip_conf
+        from ironic_partition import exception
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            error = ip_conf.config_error('peer_list', ['a'], 'it is wrong')
+        self.assertEqual(
+            [DeprecationWarning],
+            [w.category for w in caught
+             if issubclass(w.category, DeprecationWarning)])
+        self.assertIsInstance(error, exception.ConfigurationError)
+        self.assertEqual(
+            "Invalid value ['a'] for option [ironic] peer_list: it is wrong",
+            str(error))

@@ -31,7 +31,6 @@ import uuid
 import fixtures
 from oslo_db import exception as db_exc
 
-from ironic_partition.claims import claim_settings
 from ironic_partition.claims import db_clock
 from ironic_partition.claims import lease_timer
 from ironic_partition.claims import manager as claims
@@ -45,6 +44,7 @@ from ironic_partition.ironic import baremetal
 from ironic_partition.membership import database
 from ironic_partition.partition import partitioner
 from ironic_partition import settings as settings_mod
+from ironic_partition.settings import claims as claim_settings
 from ironic_partition.tests import base
 from ironic_partition.tests.unit.partition import test_partitioner
 

@@ -22,12 +22,12 @@ from oslo_config import cfg
 from oslotest import base
 import sqlalchemy.engine
 
-from ironic_partition.claims import claim_settings
 from ironic_partition.cmd import base as cmd_base
 from ironic_partition.cmd import upgrade_check
 from ironic_partition import conf as ip_conf
 from ironic_partition.membership import base as membership_base
 from ironic_partition import settings as settings_mod
+from ironic_partition.settings import claims as claim_settings
 
 GUIDE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..',
                      'doc', 'source', 'install', 'nova-compute.conf')

@@ -19,7 +19,6 @@ import uuid
 import fixtures
 import tooz.hashring
 
-from ironic_partition.claims import claim_settings
 from ironic_partition import exception
 from ironic_partition.ironic import baremetal
 from ironic_partition.ironic import change_feed
@@ -27,6 +26,7 @@ from ironic_partition.membership import base as mbase
 from ironic_partition.membership import outside
 from ironic_partition.partition import partitioner
 from ironic_partition import settings as settings_mod
+from ironic_partition.settings import claims as claim_settings
 from ironic_partition.tests import base
 from ironic_partition.tests.unit import baremetal_fakes
 

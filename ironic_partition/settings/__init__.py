@@ -14,13 +14,22 @@
 
 """A service's settings, read and validated once from its configuration.
 
-:func:`from_conf` is where the options of a running service are read: the
-nova driver's mixin and ``cmd/`` call it at setup and at each SIGHUP, and
-hand the frozen :class:`Settings` down to the partitioner, the claims, the
-membership backend and the ring provider. Nothing below them reads
-``conf``. A reload whose options do not validate raises, and the service
-keeps the :class:`Settings` it had (see :meth:`ironic_partition.
-partitioner.Partitioner.reload_settings`).
+The one place settings are built. :func:`from_conf` reads every option a
+running service uses in one pass, downwards: the options' own checks
+(:mod:`ironic_partition.conf`, one check per kind of name in
+:mod:`ironic_partition.names`), then the checks across options, here and
+in :mod:`ironic_partition.settings.claims` (the claim timing against the
+consumer's cadence). Every invalid value raises the one error,
+:class:`~ironic_partition.exception.ConfigurationError`, naming the
+option, the value and what is allowed.
+
+The nova driver's mixin and ``cmd/`` call :func:`from_conf` at setup and
+at each SIGHUP, and hand the frozen :class:`Settings` down to the
+partitioner, the claims, the membership backend and the ring provider.
+Nothing below them reads ``conf``. A reload whose options do not validate
+raises, and the service keeps the :class:`Settings` it had (see
+:meth:`ironic_partition.partition.partitioner.Partitioner.
+reload_settings`).
 
 The Ironic client is the one exception in shape, not in substance:
 keystoneauth loads its auth plugin and session from the ``[ironic]``
@@ -38,7 +47,6 @@ from openstack import exceptions as sdk_exc
 from oslo_config import cfg
 
 from ironic_partition import _urls
-from ironic_partition.claims import claim_settings
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import database as database_conf
 from ironic_partition.conf import ironic as ironic_conf
@@ -47,6 +55,7 @@ from ironic_partition.db import api as db_api
 from ironic_partition import exception
 from ironic_partition.ironic import baremetal
 from ironic_partition import names
+from ironic_partition.settings import claims as claim_settings
 
 
 #: The ``[ironic_partition]`` options' defaults: :class:`Settings`' too.
@@ -83,8 +92,8 @@ class Settings:
     """
 
     partition: ip_conf.PartitionSettings
-    #: How the consumer refreshes (:data:`~ironic_partition.
-    #: claim_settings.Cadence`): the agent's, or nova's.
+    #: How the consumer refreshes (:data:`~ironic_partition.settings.
+    #: claims.Cadence`): the agent's, or nova's.
     cadence: claim_settings.Cadence
     membership_backend: str = _DEFAULTS['membership_backend']
     heartbeat_interval: int = _DEFAULTS['heartbeat_interval']
@@ -146,9 +155,9 @@ class Settings:
         """The claim timings, resolved against the cadence and validated.
 
         :returns: a
-            :data:`~ironic_partition.claims.claim_settings.ClaimSettings`.
-        :raises ConfigurationError: see :func:`~ironic_partition.
-            claim_settings.resolve`.
+            :data:`~ironic_partition.settings.claims.ClaimSettings`.
+        :raises ConfigurationError: see :func:`~ironic_partition.settings.
+            claims.resolve`.
         """
         return claim_settings.resolve(self)
 
@@ -203,7 +212,9 @@ def _database_nodes(values, option):
         try:
             nodes.add(names.check_database_node(value))
         except ValueError as exc:
-            raise claim_settings.config_error(option, value, str(exc))
+            raise exception.ConfigurationError(
+                group=partition_conf.GROUP, option=option, value=value,
+                reason=str(exc))
     return tuple(sorted(nodes))
 
 
@@ -212,8 +223,8 @@ def from_conf(conf, cadence=None, partition=None, lenient=False):
 
     :param conf: a ``ConfigOpts`` with our options registered (and perhaps
         nova's).
-    :param cadence: the consumer's :data:`~ironic_partition.
-        claim_settings.Cadence`; the agent's by default.
+    :param cadence: the consumer's :data:`~ironic_partition.settings.
+        claims.Cadence`; the agent's by default.
     :param partition: the partition settings, when the caller has read
         them already.
     :param lenient: skip the checks across options (a report on a
@@ -227,11 +238,12 @@ def from_conf(conf, cadence=None, partition=None, lenient=False):
     group = conf[partition_conf.GROUP]
     if (not lenient and
             group.heartbeat_interval >= group.service_down_time):
-        raise claim_settings.config_error(
-            'heartbeat_interval', group.heartbeat_interval,
-            'it must be smaller than [ironic_partition] service_down_time '
-            '(%d), or every peer would look dead between two heartbeats'
-            % group.service_down_time)
+        raise exception.ConfigurationError(
+            group=partition_conf.GROUP, option='heartbeat_interval',
+            value=group.heartbeat_interval, reason=(
+                'it must be smaller than [ironic_partition] '
+                'service_down_time (%d), or every peer would look dead '
+                'between two heartbeats' % group.service_down_time))
     return Settings(
         partition=partition,
         cadence=cadence if cadence is not None else
