@@ -22,6 +22,7 @@ import fixtures
 from oslo_config import cfg
 
 from ironic_partition.cmd import checks
+from ironic_partition.cmd import ironic_checks
 from ironic_partition.cmd import simulate
 from ironic_partition import conf as ip_conf
 from ironic_partition.conf import opts
@@ -344,7 +345,7 @@ class TestCommandsShard(base.TestCase):
         client.list_nodes.side_effect = list_nodes
         report = checks._Report()
         settings = ip_conf.PartitionSettings('rack1', (), 'cn1', shard)
-        checks._check_shards(client, settings, report)
+        ironic_checks.check_shards(client, settings, report)
         return report
 
     def test_check_no_shards_in_use(self):

@@ -23,6 +23,7 @@ import fixtures
 from ironic_partition.cmd import _errors
 from ironic_partition.cmd import check
 from ironic_partition.cmd import checks
+from ironic_partition.cmd import ironic_checks
 from ironic_partition.cmd import ring
 from ironic_partition.cmd import status
 from ironic_partition import exception
@@ -277,7 +278,7 @@ class TestCheck(CommandTestCase):
             self.patch(change_feed.ChangeFeed, 'node_changes', changes)
         report = checks._Report()
         settings = checks._lenient_settings(self.conf)
-        checks._check_feed(client, self.conf, settings, report)
+        ironic_checks.check_feed(client, self.conf, settings, report)
         return report
 
     def test_compare_feed_agrees(self):

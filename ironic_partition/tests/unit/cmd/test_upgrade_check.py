@@ -30,6 +30,7 @@ from oslo_upgradecheck import upgradecheck
 
 from ironic_partition.cmd import checks
 from ironic_partition.cmd import dbsync
+from ironic_partition.cmd import ironic_checks
 from ironic_partition.cmd import upgrade_check
 from ironic_partition.db import services as services_db
 from ironic_partition.tests import base
@@ -185,8 +186,8 @@ class TestFleetCheck(base.TestCase):
     def fleet(self, nodes, services):
         report = checks._Report()
         report.services = services
-        checks._check_fleet(_FleetClient(nodes), CONDUCTORS, 'nova-compute',
-                            report)
+        ironic_checks.check_fleet(_FleetClient(nodes), CONDUCTORS,
+                                  'nova-compute', report)
         return report
 
     def test_every_group_and_shard_served(self):
@@ -233,8 +234,8 @@ class TestFleetCheck(base.TestCase):
         nodes = [_node(0, 'rack1'), _node(1, 'rack2')]
         report = checks._Report()
         report.services = []
-        checks._check_fleet(_FleetClient(nodes), CONDUCTORS, 'nova-compute',
-                            report, new_deployment=True)
+        ironic_checks.check_fleet(_FleetClient(nodes), CONDUCTORS,
+                                  'nova-compute', report, new_deployment=True)
         self.assertEqual([], report.findings)
         self.assertEqual(['served', 'coverage'], report.passed)
 
@@ -250,8 +251,8 @@ class TestFleetCheck(base.TestCase):
                       'lists each conductor group', finding.message)
         # A backend that keeps no services (static): nothing to say.
         report = checks._Report()
-        checks._check_fleet(_FleetClient(nodes), CONDUCTORS, 'nova-compute',
-                            report, keeps_services=False)
+        ironic_checks.check_fleet(_FleetClient(nodes), CONDUCTORS,
+                                  'nova-compute', report, keeps_services=False)
         self.assertEqual([], report.findings)
 
     def test_a_hardware_type_no_alive_conductor_serves(self):

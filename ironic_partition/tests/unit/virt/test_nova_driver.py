@@ -27,6 +27,7 @@ from oslo_config import cfg
 
 from ironic_partition import exception
 from ironic_partition.tests import base
+from ironic_partition.virt import lifecycle
 from ironic_partition.virt import nova_driver
 
 NODE = '7d3f0000-0000-4000-8000-000000000001'
@@ -347,7 +348,7 @@ class TestHandoverPolicy(base.TestCase):
         self.logger = self.useFixture(fixtures.FakeLogger())
         self.now = 100.0
         self.useFixture(fixtures.MockPatchObject(
-            nova_driver.time, 'monotonic', lambda: self.now))
+            lifecycle.time, 'monotonic', lambda: self.now))
         self.polls = []
         self.outcomes = []
 
@@ -383,7 +384,7 @@ class TestHandoverPolicy(base.TestCase):
         driver = self._driver([_waiting(5), _waiting(2), ()])
         driver._await_handover()
         self.assertEqual(3, driver._refresh_cache.call_count)
-        self.assertEqual([nova_driver.HANDOVER_POLL] * 2, self.polls)
+        self.assertEqual([lifecycle.HANDOVER_POLL] * 2, self.polls)
         self.assertIn('Holding the start of nova-compute until other '
                       'processes hand back 5 nodes (at most 15 s)',
                       self.logger.output)
@@ -557,18 +558,18 @@ class TestLivenessPolicy(base.TestCase):
         self.now = datetime.datetime(2026, 11, 28, 12, 0, 0,
                                      tzinfo=datetime.timezone.utc)
         self.useFixture(fixtures.MockPatchObject(
-            nova_driver.timeutils, 'utcnow',
+            lifecycle.timeutils, 'utcnow',
             lambda with_timezone=False: self.now))
         self.up = False
         self.driver = _bare_driver(servicegroup_api=types.SimpleNamespace(
             service_is_up=lambda service: self.up))
         self.nodes = []
         self.useFixture(fixtures.MockPatchObject(
-            nova_driver.objects.ComputeNodeList, 'get_all_by_host',
+            lifecycle.objects.ComputeNodeList, 'get_all_by_host',
             lambda ctxt, host: self.nodes))
         self.flags = types.SimpleNamespace(service_down_time=60,
                                            servicegroup_driver='db')
-        self.useFixture(fixtures.MockPatchObject(nova_driver, 'CONF',
+        self.useFixture(fixtures.MockPatchObject(lifecycle, 'CONF',
                                                  self.flags))
 
     def node(self, seconds_ago, created_only=False):
@@ -626,9 +627,9 @@ class TestLocalDatabasePolicy(base.TestCase):
         super().setUp()
         self.now = 1000.0
         self.useFixture(fixtures.MockPatchObject(
-            nova_driver.time, 'monotonic', lambda: self.now))
+            lifecycle.time, 'monotonic', lambda: self.now))
         self.useFixture(fixtures.MockPatchObject(
-            nova_driver, 'CONF', types.SimpleNamespace(report_interval=10)))
+            lifecycle, 'CONF', types.SimpleNamespace(report_interval=10)))
         self.ironic = {}
         self.computes = {}
         store = types.SimpleNamespace(dialect='sqlite',
@@ -649,12 +650,12 @@ class TestLocalDatabasePolicy(base.TestCase):
             lambda ctxt, host: [types.SimpleNamespace(hypervisor_type=t)
                                 for t in self.computes[host][2]])
         self.useFixture(fixtures.MockPatchObject(
-            nova_driver.objects.ServiceList, 'get_all_computes_by_hv_type',
+            lifecycle.objects.ServiceList, 'get_all_computes_by_hv_type',
             lambda ctxt, hv_type: [
                 types.SimpleNamespace(host=h, id=v[0])
                 for h, v in sorted(self.ironic.items())]))
         self.useFixture(fixtures.MockPatchObject(
-            nova_driver.objects.ServiceList, 'get_by_binary',
+            lifecycle.objects.ServiceList, 'get_by_binary',
             lambda ctxt, binary, include_disabled=False: [
                 types.SimpleNamespace(host=h, id=v[0])
                 for h, v in sorted(self.computes.items())]))
@@ -668,7 +669,7 @@ class TestLocalDatabasePolicy(base.TestCase):
         self.assertIn('are up (%s)' % ', '.join(hosts), str(error))
 
     def assert_waits(self, error, text):
-        self.assertIsInstance(error, nova_driver._WaitForRival)
+        self.assertIsInstance(error, lifecycle.WaitForRival)
         self.assertIn(text, str(error))
 
     def test_shared_database_or_a_partition_is_never_refused(self):
