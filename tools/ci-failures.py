@@ -13,24 +13,13 @@ Usage: stestr failing --subunit | python tools/ci-failures.py [LINES]
 
 import sys
 
-import subunit
-import testtools
+import subunit_tests
 
 
 def main():
     keep = int(sys.argv[1]) if len(sys.argv) > 1 else 12
-    failed = []
-
-    def on_test(test):
-        if test['status'] in ('fail', 'uxsuccess'):
-            failed.append(test)
-
-    result = testtools.StreamToDict(on_test)
-    result.startTestRun()
-    try:
-        subunit.ByteStreamToStreamResult(sys.stdin.buffer).run(result)
-    finally:
-        result.stopTestRun()
+    failed = [test for test in subunit_tests.read_tests(sys.stdin.buffer)
+              if test['status'] in ('fail', 'uxsuccess')]
     if not failed:
         print('No failed test recorded.')
         return
