@@ -17,10 +17,11 @@
 A claim is a lease on one node in the claims table, renewed every claim
 round and fenced by the local clock before the database could hand it to
 another service. ``manager`` runs the rounds (:class:`~ironic_partition.
-claims.manager.ClaimManager`); ``claim_settings`` derives the lease, the
-margin and the renewal timing; ``lease_timer`` renews between refreshes;
-``db_clock`` and ``db_writers`` watch the database (its clock, its
-writers); and ``write_guard`` proves a write to a node under a claim. The
-process's identity (the incarnation holding its host name) is the
-database's (:mod:`ironic_partition.db.identity`).
+claims.manager.ClaimManager`); the settings package derives the lease,
+the margin and the renewal timing (:mod:`ironic_partition.settings.
+claims`; ``claim_settings`` here is its deprecated name); ``lease_timer``
+renews between refreshes; ``db_clock`` and ``db_writers`` watch the
+database (its clock, its writers); and ``write_guard`` proves a write to
+a node under a claim. The process's identity (the incarnation holding
+its host name) is the database's (:mod:`ironic_partition.db.identity`).
 """
