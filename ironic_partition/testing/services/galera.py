@@ -624,7 +624,7 @@ class GaleraFixture(fixtures.Fixture):
         self.nodes[index].isolated = False
         self.wait_for_cluster(timeout=timeout)
 
-    def restart_all(self, timeout=None):
+    def restart_all(self, timeout=None, on_bootstrap=None):
         """Stop every node, then bootstrap from the most advanced one.
 
         Gracefully, node 0 last. The highest ``seqno`` of
@@ -634,6 +634,10 @@ class GaleraFixture(fixtures.Fixture):
 
         :param timeout: seconds for each wait; the fixture's timeout by
             default.
+        :param on_bootstrap: called with the bootstrapped node's index once
+            it takes connections, before the other two join (their state
+            transfer can take many seconds on a busy machine, while the
+            cluster already serves).
         :returns: the index of the node bootstrapped.
         """
         for node in reversed(self.nodes):
@@ -648,6 +652,8 @@ class GaleraFixture(fixtures.Fixture):
             stream.write(text)
         self._start_node(first, bootstrap=True)
         self.wait_for_cluster([first], timeout=timeout)
+        if on_bootstrap is not None:
+            on_bootstrap(first)
         for index in set(range(NODES)) - {first}:
             self._start_node(index)
         self.wait_for_cluster(timeout=timeout)
