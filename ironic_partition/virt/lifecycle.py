@@ -41,14 +41,13 @@ from oslo_utils import timeutils
 
 from ironic_partition._i18n import _
 from ironic_partition import exception
+from ironic_partition.membership import nova as nova_membership
 from ironic_partition.settings import claims as claim_settings
 
 LOG = logging.getLogger(__name__)
 
 CONF = nova.conf.CONF
 
-#: The hypervisor type of nova's (and our) Ironic compute nodes.
-HYPERVISOR_TYPE = 'ironic'
 #: Seconds between two refreshes while nova-compute's start waits for the
 #: nodes that other processes hand back (:meth:`LifecyclePolicy.
 #: _await_handover`).
@@ -363,7 +362,7 @@ class LifecyclePolicy(object):
         me = {self._nova_host.lower(), settings.host.lower()}
         live = {}
         for svc in objects.ServiceList.get_all_computes_by_hv_type(
-                ctxt, HYPERVISOR_TYPE):
+                ctxt, nova_membership.HYPERVISOR_TYPE):
             if svc.host.lower() in me:
                 continue
             up, reporting = self._liveness(ctxt, svc)
@@ -433,7 +432,8 @@ class LifecyclePolicy(object):
             nodes = self._compute_nodes(ctxt, svc.host)
             if not nodes:
                 fresh.append(svc.host.lower())
-            elif any(n.hypervisor_type == HYPERVISOR_TYPE for n in nodes):
+            elif any(n.hypervisor_type == nova_membership.HYPERVISOR_TYPE
+                     for n in nodes):
                 serving.append(svc.host.lower())
         if serving:
             return _rivals_error(store, serving)

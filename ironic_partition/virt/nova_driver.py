@@ -94,9 +94,6 @@ LOG = logging.getLogger(__name__)
 
 CONF = nova.conf.CONF
 
-#: The hypervisor type of nova's (and our) Ironic compute nodes.
-HYPERVISOR_TYPE = lifecycle.HYPERVISOR_TYPE
-
 
 class IronicPartitionDriver(lifecycle.LifecyclePolicy,
                             mixin.PartitionMixin,
