@@ -103,6 +103,9 @@ class APIServiceFixture(fixtures.Fixture):
     clear_argv = False
     #: Create a database of its own (:attr:`database`).
     own_database = True
+    #: Its schema's key (:func:`~.db.template_of`): on PostgreSQL a
+    #: process migrates one database of it and copies the next ones.
+    schema = None
 
     def __init__(self, db_backend='mysql', workdir=None, start_timeout=180,
                  transport_url=None, threads=4):
@@ -126,12 +129,15 @@ class APIServiceFixture(fixtures.Fixture):
                        harness_process.log_content(self.log_path))
         if self.own_database:
             self.database = self.useFixture(harness_db.DatabaseFixture(
-                self.db_backend, workdir=self.workdir))
+                self.db_backend, workdir=self.workdir, schema=self.schema))
         self.port = harness_process.free_port()
         self.confdir = os.path.join(self.workdir, 'etc')
         os.makedirs(self.confdir)
         self.configure()
-        self.migrate()
+        if not (self.own_database and self.database.copied):
+            self.migrate()
+            if self.own_database:
+                self.database.save_template()
         env = dict(os.environ, **self.environment())
         app = self.app
         if self.clear_argv:

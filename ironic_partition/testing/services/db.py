@@ -19,10 +19,12 @@ on loopback; override them with ``IRONIC_PARTITION_TEST_PG_URL`` and
 ``IRONIC_PARTITION_TEST_MYSQL_URL``.
 """
 
+import atexit
 import logging
 import os
 import re
 import tempfile
+import threading
 import uuid
 
 import fixtures
@@ -48,6 +50,9 @@ ADMIN_URL_ENV = {
 }
 
 NAME_PREFIX = 'ipart_func_'
+#: The prefix of the schema templates (see :func:`template_of`): never
+#: :data:`NAME_PREFIX`, so that they do not count as a run's leftovers.
+TEMPLATE_PREFIX = 'ipart_tpl_'
 _NAME_RE = re.compile(r'^[a-z0-9_]+$')
 
 
@@ -150,26 +155,76 @@ def database_exists(backend, name):
         engine.dispose()
 
 
-def create_database(backend, name):
-    """Create an empty database.
+def create_database(backend, name, template=None):
+    """Create an empty database, or a copy of a template.
 
     :param backend: ``postgresql`` or ``mysql``.
     :param name: the database name; lower case, digits and underscores.
+    :param template: a database to copy, tables and rows, which nobody
+        may be writing to (see :func:`save_template`).
     :returns: None
     """
     _check_name(name)
+    if template is not None:
+        _check_name(template)
     engine = _engine(backend)
     try:
         with engine.connect() as conn:
             if backend == 'postgresql':
-                conn.execute(sqlalchemy.text('CREATE DATABASE %s' % name))
+                conn.execute(sqlalchemy.text(
+                    'CREATE DATABASE %s' % name if template is None else
+                    'CREATE DATABASE %s TEMPLATE %s' % (name, template)))
             else:
                 conn.execute(sqlalchemy.text(
                     'CREATE DATABASE %s CHARACTER SET utf8mb4 '
                     'COLLATE utf8mb4_general_ci' % name))
+                if template is not None:
+                    _copy_mysql_tables(conn, template, name)
     finally:
         engine.dispose()
-    LOG.info('Created %s database %s', backend, name)
+    LOG.info('Created %s database %s%s', backend, name,
+             '' if template is None else ' from %s' % template)
+
+
+def _copy_mysql_tables(conn, source, target):
+    # NOTE(harness): MariaDB has no CREATE DATABASE ... TEMPLATE: each
+    # table is created as SHOW CREATE TABLE prints it (its keys, foreign
+    # keys and options; the references are to the same database), in any
+    # order without the foreign key checks, then its rows are copied.
+    conn.exec_driver_sql('USE `%s`' % target)
+    conn.exec_driver_sql('SET SESSION foreign_key_checks = 0')
+    try:
+        for table in _mysql_tables(conn, source):
+            ddl = conn.exec_driver_sql(
+                'SHOW CREATE TABLE `%s`.`%s`' % (source, table)).first()[1]
+            conn.execution_options(no_parameters=True).exec_driver_sql(ddl)
+            conn.exec_driver_sql('INSERT INTO `%s` SELECT * FROM `%s`.`%s`'
+                                 % (table, source, table))
+    finally:
+        conn.exec_driver_sql('SET SESSION foreign_key_checks = 1')
+
+
+def _mysql_tables(conn, schema):
+    return [row[0] for row in conn.execute(sqlalchemy.text(
+        "SELECT table_name FROM information_schema.tables WHERE "
+        "table_schema = :schema AND table_type = 'BASE TABLE' "
+        "ORDER BY table_name"), {'schema': schema})]
+
+
+def _mysql_copyable(conn, schema):
+    """Tell whether tables and rows are all there is to a schema."""
+    for query in (
+            'SELECT COUNT(*) FROM information_schema.tables WHERE '
+            "table_schema = :schema AND table_type != 'BASE TABLE'",
+            'SELECT COUNT(*) FROM information_schema.triggers WHERE '
+            'trigger_schema = :schema',
+            'SELECT COUNT(*) FROM information_schema.routines WHERE '
+            'routine_schema = :schema',
+            'SELECT COUNT(*) FROM information_schema.events WHERE '
+            'event_schema = :schema'):
+        if conn.execute(sqlalchemy.text(query), {'schema': schema}).scalar():
+            return False
+    return True
 
 
 def drop_database(backend, name):
@@ -195,6 +250,94 @@ def drop_database(backend, name):
     finally:
         engine.dispose()
     LOG.info('Dropped %s database %s', backend, name)
+
+
+#: ``{(backend, key): template name}`` of this process (see
+#: :func:`template_of`).
+_TEMPLATES = {}
+_TEMPLATES_LOCK = threading.Lock()
+
+
+def template_of(backend, key):
+    """The schema template a fixture of ``key`` may copy, if any.
+
+    A service's migrations take seconds (neutron's eleven, nova's and
+    Ironic's three to five) and give every database of one installed
+    release the same schema. So the first fixture of a process migrates
+    its database as usual and keeps a copy (:func:`save_template`); the
+    next ones copy it in a fraction of a second: PostgreSQL's ``CREATE
+    DATABASE ... TEMPLATE``, or on MariaDB each table as ``SHOW CREATE
+    TABLE`` prints it, with its rows.
+
+    :param backend: the fixture's backend.
+    :param key: what the schema is, e.g. ``ironic`` (lower case).
+    :returns: the template's name, or None.
+    """
+    with _TEMPLATES_LOCK:
+        return _TEMPLATES.get((backend, key))
+
+
+def save_template(backend, key, source):
+    """Keep a copy of ``source``'s schema for the next fixtures of ``key``.
+
+    Call it right after the migrations, before any service connects or
+    writes a row: the copy is taken as the database is. Nothing is kept
+    when a template of ``key`` exists already, or on MariaDB when the
+    schema has more than tables (views, triggers, routines, events: a
+    fixture of it then always migrates). The templates are dropped when
+    the process exits.
+
+    :param backend: the backend of ``source``, ``postgresql`` or
+        ``mysql``.
+    :param key: what the schema is (see :func:`template_of`).
+    :param source: the migrated database's name.
+    :returns: None
+    """
+    _check_name(key)
+    with _TEMPLATES_LOCK:
+        if (backend, key) in _TEMPLATES:
+            return
+        if backend == 'mysql':
+            engine = _engine(backend)
+            try:
+                with engine.connect() as conn:
+                    if not _mysql_copyable(conn, source):
+                        LOG.info('No template of %s: more than tables', key)
+                        return
+            finally:
+                engine.dispose()
+        name = '%s%d_%s' % (TEMPLATE_PREFIX, os.getpid(), key)
+        # NOTE(harness): a process of the same pid that was killed may
+        # have left one behind.
+        drop_database(backend, name)
+        create_database(backend, name, template=source)
+        if not _TEMPLATES:
+            atexit.register(_drop_templates)
+        _TEMPLATES[(backend, key)] = name
+
+
+def drop_template(backend, key):
+    """Drop the template of ``key``, if this process has one.
+
+    :param backend: ``postgresql`` or ``mysql``.
+    :param key: what the schema is (see :func:`template_of`).
+    :returns: None
+    """
+    with _TEMPLATES_LOCK:
+        name = _TEMPLATES.pop((backend, key), None)
+    if name is not None:
+        drop_database(backend, name)
+
+
+def _drop_templates():
+    with _TEMPLATES_LOCK:
+        templates = sorted(_TEMPLATES.items())
+        _TEMPLATES.clear()
+    for (backend, _key), name in templates:
+        try:
+            drop_database(backend, name)
+        except Exception:
+            LOG.exception('Could not drop the template database %s', name)
 
 
 def _kill_mysql_sessions(conn, name):
@@ -236,9 +379,15 @@ class DatabaseFixture(fixtures.Fixture):
     :param name: an explicit name; a unique one is generated by default.
     :param workdir: the directory for the ``sqlite`` file; a temporary
         directory by default.
+    :param schema: what its schema will be (a :func:`template_of` key):
+        where this process has a template of it, the database is a copy
+        of that template (:attr:`copied`) and needs no migration; else
+        it is empty, and the caller migrates it, then calls
+        :meth:`save_template`.
     """
 
-    def __init__(self, backend='postgresql', name=None, workdir=None):
+    def __init__(self, backend='postgresql', name=None, workdir=None,
+                 schema=None):
         super().__init__()
         if backend not in BACKENDS:
             raise ValueError('Unknown database backend %r; expected one of '
@@ -246,6 +395,9 @@ class DatabaseFixture(fixtures.Fixture):
         self.backend = backend
         self.name = name or unique_name()
         self.workdir = workdir
+        self.schema = schema
+        #: True when the database was copied with its schema.
+        self.copied = False
         self.url = None
         self.path = None
 
@@ -257,9 +409,24 @@ class DatabaseFixture(fixtures.Fixture):
             self.url = 'sqlite:///%s' % self.path
             self.addCleanup(self._remove_file)
             return
-        create_database(self.backend, self.name)
+        template = (None if self.schema is None else
+                    template_of(self.backend, self.schema))
+        create_database(self.backend, self.name, template=template)
         self.addCleanup(drop_database, self.backend, self.name)
+        self.copied = template is not None
         self.url = self.url_for(self.name)
+
+    def save_template(self):
+        """Keep this migrated database's schema for the next fixtures.
+
+        See :func:`save_template`; nothing happens without a ``schema``
+        or when the database is itself a copy.
+
+        :returns: None
+        """
+        if (self.schema is not None and not self.copied and
+                self.backend != 'sqlite'):
+            save_template(self.backend, self.schema, self.name)
 
     def _remove_file(self):
         for suffix in ('', '-journal', '-wal', '-shm'):

@@ -80,6 +80,7 @@ class GlanceFixture(apiservice.APIServiceFixture):
 
     name = 'glance-api'
     app = 'glance.wsgi.api:application'
+    schema = 'glance'
 
     def configure(self):
         store = os.path.join(self.workdir, 'images')

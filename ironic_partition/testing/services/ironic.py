@@ -178,12 +178,17 @@ class IronicFixture(fixtures.Fixture):
         self.workdir = tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir=parent)
         if not self.keep_workdir:
             self.addCleanup(shutil.rmtree, self.workdir, ignore_errors=True)
+        # NOTE(harness): one schema per installed Ironic: another one's
+        # (bin_dir) is migrated every time.
         self.database = self.useFixture(harness_db.DatabaseFixture(
-            self.db_backend, workdir=self.workdir))
+            self.db_backend, workdir=self.workdir,
+            schema='ironic' if self.bin_dir is None else None))
         self.api_port = process.free_port()
         self.config_file = os.path.join(self.workdir, 'ironic.conf')
         process.write_config(self.config_file, self._base_config())
-        self._dbsync()
+        if not self.database.copied:
+            self._dbsync()
+            self.database.save_template()
         if self.mode == 'single':
             self.api = self._make_service(
                 'ironic', 'ironic', self._service_config('ironic', {}))

@@ -38,6 +38,7 @@ class NeutronFixture(apiservice.APIServiceFixture):
 
     name = 'neutron-api'
     app = 'neutron.wsgi.api:application'
+    schema = 'neutron'
     clear_argv = True
 
     def configure(self):

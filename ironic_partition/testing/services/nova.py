@@ -195,9 +195,10 @@ class NovaFixture(fixtures.Fixture):
         self.addDetail('log-nova-setup',
                        harness_process.log_content(self.setup_log))
         dbs = {}
-        for name in ('placement', 'api', 'cell0', 'cell1'):
+        for name, schema in (('placement', 'placement'), ('api', 'nova_api'),
+                             ('cell0', 'nova_cell'), ('cell1', 'nova_cell')):
             dbs[name] = self.useFixture(harness_db.DatabaseFixture(
-                self.db_backend, workdir=self.workdir))
+                self.db_backend, workdir=self.workdir, schema=schema))
         self.databases = dbs
         self.cell_url = dbs['cell1'].url
         self.membership_db = self.membership_proxy = None
@@ -261,9 +262,12 @@ class NovaFixture(fixtures.Fixture):
             'api': {'auth_strategy': 'noauth2'},
             'placement_database': {'connection': url},
         }, join_lists=True)
-        harness_process.run_logged(
-            [harness_process.bin_path('placement-manage'), '--config-file',
-             conf, 'db', 'sync'], self.setup_log)
+        placement_db = self.databases['placement']
+        if not placement_db.copied:
+            harness_process.run_logged(
+                [harness_process.bin_path('placement-manage'),
+                 '--config-file', conf, 'db', 'sync'], self.setup_log)
+            placement_db.save_template()
         self.placement_port = harness_process.free_port()
         env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=confdir)
         self.placement = self._service('placement', [
@@ -354,14 +358,21 @@ class NovaFixture(fixtures.Fixture):
         manage = [harness_process.bin_path('nova-manage'), '--config-file',
                   self.nova_conf]
         run = harness_process.run_logged
-        run(manage + ['api_db', 'sync'], self.setup_log)
+        # NOTE(ironic-partition): a database copied from this process's
+        # template has its schema already (harness_db.template_of); the
+        # templates are kept before any cell is mapped or row written.
+        if not dbs['api'].copied:
+            run(manage + ['api_db', 'sync'], self.setup_log)
+            dbs['api'].save_template()
         run(manage + ['cell_v2', 'map_cell0', '--database_connection',
                       dbs['cell0'].url], self.setup_log)
         run(manage + ['cell_v2', 'create_cell', '--name', 'cell1',
                       '--database_connection', dbs['cell1'].url,
                       '--transport-url', self.vhost.transport_url],
             self.setup_log)
-        run(manage + ['db', 'sync'], self.setup_log)
+        if not (dbs['cell0'].copied and dbs['cell1'].copied):
+            run(manage + ['db', 'sync'], self.setup_log)
+            dbs['cell1'].save_template()
 
     def _dbsync_membership(self):
         conf = os.path.join(self.workdir, 'membership.conf')

@@ -27,6 +27,7 @@ import os
 import uuid
 
 from oslotest import base
+import sqlalchemy
 import testscenarios
 
 from ironic_partition import testing as harness
@@ -189,6 +190,103 @@ class SingleProcessTestCase(TeardownAssertions, base.BaseTestCase):
         self.assertEqual({n['uuid']: 'available' for n in nodes}, got)
         self.assertEqual({'127.0.0.1'},
                          set(harness.node_conductors(conn).values()))
+
+
+class SchemaTemplateTestCase(testscenarios.WithScenarios,
+                             base.BaseTestCase):
+    """A database copied from a template is the migrated one, rows too."""
+
+    scenarios = [('postgresql', {'backend': 'postgresql'}),
+                 ('mysql', {'backend': 'mysql'})]
+
+    DDL = (
+        "CREATE TABLE parent (id INTEGER PRIMARY KEY, "
+        "name VARCHAR(32) DEFAULT '5%' NOT NULL)",
+        'CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER, '
+        'CONSTRAINT child_parent FOREIGN KEY (parent_id) '
+        'REFERENCES parent (id))',
+        'CREATE INDEX child_parent_idx ON child (parent_id)',
+        "INSERT INTO parent (id, name) VALUES (1, '10%')",
+    )
+
+    def setUp(self):
+        super().setUp()
+        harness_db.require_server(self, self.backend)
+        self.key = 'harness_test_%s' % uuid.uuid4().hex[:8]
+        self.addCleanup(harness_db.drop_template, self.backend, self.key)
+
+    def _schema(self, url):
+        engine = sqlalchemy.create_engine(
+            url, poolclass=sqlalchemy.pool.NullPool)
+        try:
+            inspector = sqlalchemy.inspect(engine)
+            schema = {}
+            for table in sorted(inspector.get_table_names()):
+                schema[table] = (
+                    [(c['name'], str(c['type']), c['nullable'],
+                      c.get('default')) for c in inspector.get_columns(
+                          table)],
+                    sorted((fk['name'], tuple(fk['constrained_columns']),
+                            fk['referred_table'])
+                           for fk in inspector.get_foreign_keys(table)),
+                    sorted(ix['name'] for ix in inspector.get_indexes(
+                        table)))
+            with engine.connect() as conn:
+                rows = [tuple(r) for r in conn.execute(sqlalchemy.text(
+                    'SELECT id, name FROM parent ORDER BY id'))]
+        finally:
+            engine.dispose()
+        return schema, rows
+
+    def _execute(self, url, statements):
+        engine = sqlalchemy.create_engine(
+            url, poolclass=sqlalchemy.pool.NullPool)
+        try:
+            with engine.begin() as conn:
+                for statement in statements:
+                    conn.execution_options(
+                        no_parameters=True).exec_driver_sql(statement)
+        finally:
+            engine.dispose()
+
+    def test_copy_of_the_first_migrated_database(self):
+        first = self.useFixture(harness_db.DatabaseFixture(
+            self.backend, schema=self.key))
+        self.assertFalse(first.copied)
+        self.assertIsNone(harness_db.template_of(self.backend, self.key))
+        self._execute(first.url, self.DDL)
+        first.save_template()
+        template = harness_db.template_of(self.backend, self.key)
+        self.assertTrue(template.startswith(harness_db.TEMPLATE_PREFIX))
+        # Not a run's leftover: the leftover check ignores it.
+        self.assertNotIn(template,
+                         harness_db.list_leftover_databases(self.backend))
+        expected = self._schema(first.url)
+        self.assertEqual([(1, '10%')], expected[1])
+        self.assertEqual(1, len(expected[0]['child'][1]), expected)
+
+        second = self.useFixture(harness_db.DatabaseFixture(
+            self.backend, schema=self.key))
+        self.assertTrue(second.copied)
+        self.assertEqual(expected, self._schema(second.url))
+        # The copy's foreign key holds; writing to it leaves the
+        # template as it was, and a second save keeps the first.
+        self.assertRaises(sqlalchemy.exc.IntegrityError, self._execute,
+                          second.url,
+                          ['INSERT INTO child (id, parent_id) VALUES (1, 2)'])
+        self._execute(second.url,
+                      ["INSERT INTO parent (id, name) VALUES (2, 'b')"])
+        second.save_template()
+        self.assertEqual(template,
+                         harness_db.template_of(self.backend, self.key))
+        third = self.useFixture(harness_db.DatabaseFixture(
+            self.backend, schema=self.key))
+        self.assertEqual(expected, self._schema(third.url))
+
+        harness_db.drop_template(self.backend, self.key)
+        self.assertFalse(harness_db.database_exists(self.backend, template))
+        self.assertFalse(self.useFixture(harness_db.DatabaseFixture(
+            self.backend, schema=self.key)).copied)
 
 
 class TestFreePort(base.BaseTestCase):
