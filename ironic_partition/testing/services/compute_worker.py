@@ -155,6 +155,7 @@ class Worker(object):
                   'refresh': self._count, 'time': time.time(),
                   'partition_key': settings.partition_key,
                   'peer_list': list(settings.peer_list)}
+        started = time.monotonic()
         try:
             nodes = self._refresh()
         except self._not_ready as e:
@@ -162,6 +163,9 @@ class Worker(object):
                                                          e), nodes=None)
         else:
             report.update(ready=True, error=None, nodes=nodes)
+        # NOTE(ironic-partition): how long the refresh took, for the
+        # bounds that count refreshes (a loaded machine makes them long).
+        report['seconds'] = time.monotonic() - started
         write_report(self._report, report)
 
     def loop(self):

@@ -606,11 +606,14 @@ class ServiceProcessTestCase(_IronicTestCase):
                     'update_resources_interval = %d' % refresh]))
         rack1 = self.groups['rack1']
         expected = _tooz_split(hosts, rack1)
+        longest = {}
 
         def split_is(wanted, live):
             reports = {h: self._report(h) for h in live}
             if not all(r and r['ready'] for r in reports.values()):
                 return False
+            for h, r in reports.items():
+                longest[h] = max(longest.get(h, 0), r['seconds'])
             sets = {h: set(r['nodes']) for h, r in reports.items()}
             # Never two services reporting one node, at any poll.
             for a in live:
@@ -626,13 +629,22 @@ class ServiceProcessTestCase(_IronicTestCase):
         victim, survivors = hosts[2], hosts[:2]
         self.workers[victim][0].kill()
         killed = time.monotonic()
+        longest.clear()
         after = _tooz_split(survivors, rack1)
         harness.wait_for(lambda: split_is(after, survivors), TIMEOUT,
                          'the survivors to take over')
         took = time.monotonic() - killed
         self.assertEqual(rack1, after[survivors[0]] | after[survivors[1]])
-        bound = down_time + 2 * refresh + 2
+        # NOTE(ironic-partition): two refresh periods, each the interval
+        # plus the refresh itself: on two loaded cores a refresh of 134
+        # nodes took 5.3 s ("Refresh took ..., longer than [DEFAULT]
+        # update_resources_interval"), as the fault tests allow for.
+        slowest = max(longest.values())
+        bound = down_time + 2 * (refresh + slowest) + 2
+        self.addDetail('takeover-seconds', content.text_content(
+            '%.2f (bound %.2f, slowest refresh seen %.2f s)' % (
+                took, bound, slowest)))
         self.assertLess(took, bound,
                         'takeover took %.1f s, over service_down_time + 2 '
-                        'refreshes + 2 s' % took)
-        self.addDetail('takeover-seconds', content.text_content('%.2f' % took))
+                        'refresh periods (the interval plus the slowest '
+                        'refresh seen, %.1f s) + 2 s' % (took, slowest))
