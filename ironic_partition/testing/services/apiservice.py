@@ -103,8 +103,8 @@ class APIServiceFixture(fixtures.Fixture):
     clear_argv = False
     #: Create a database of its own (:attr:`database`).
     own_database = True
-    #: Its schema's key (:func:`~.db.template_of`): on PostgreSQL a
-    #: process migrates one database of it and copies the next ones.
+    #: Its schema's key (:func:`~.db.template_of`): a process migrates
+    #: one database of it and copies the next ones.
     schema = None
 
     def __init__(self, db_backend='mysql', workdir=None, start_timeout=180,

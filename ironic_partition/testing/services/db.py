@@ -179,7 +179,11 @@ def create_database(backend, name, template=None):
                     'CREATE DATABASE %s CHARACTER SET utf8mb4 '
                     'COLLATE utf8mb4_general_ci' % name))
                 if template is not None:
-                    _copy_mysql_tables(conn, template, name)
+                    try:
+                        _copy_mysql_tables(conn, template, name)
+                    except Exception:
+                        conn.exec_driver_sql('DROP DATABASE `%s`' % name)
+                        raise
     finally:
         engine.dispose()
     LOG.info('Created %s database %s%s', backend, name,
@@ -191,6 +195,10 @@ def _copy_mysql_tables(conn, source, target):
     # table is created as SHOW CREATE TABLE prints it (its keys, foreign
     # keys and options; the references are to the same database), in any
     # order without the foreign key checks, then its rows are copied.
+    if not conn.execute(sqlalchemy.text(
+            'SELECT 1 FROM information_schema.schemata WHERE '
+            'schema_name = :schema'), {'schema': source}).first():
+        raise ValueError('No database %s to copy' % source)
     conn.exec_driver_sql('USE `%s`' % target)
     conn.exec_driver_sql('SET SESSION foreign_key_checks = 0')
     try:
@@ -282,10 +290,10 @@ def save_template(backend, key, source):
 
     Call it right after the migrations, before any service connects or
     writes a row: the copy is taken as the database is. Nothing is kept
-    when a template of ``key`` exists already, or on MariaDB when the
-    schema has more than tables (views, triggers, routines, events: a
-    fixture of it then always migrates). The templates are dropped when
-    the process exits.
+    when a template of ``key`` exists already, on MariaDB when the schema
+    has more than tables (views, triggers, routines, events), or when the
+    copy fails (logged): the next fixtures of ``key`` then migrate, as
+    this one did. The templates are dropped when the process exits.
 
     :param backend: the backend of ``source``, ``postgresql`` or
         ``mysql``.
@@ -307,10 +315,17 @@ def save_template(backend, key, source):
             finally:
                 engine.dispose()
         name = '%s%d_%s' % (TEMPLATE_PREFIX, os.getpid(), key)
-        # NOTE(harness): a process of the same pid that was killed may
-        # have left one behind.
-        drop_database(backend, name)
-        create_database(backend, name, template=source)
+        try:
+            # NOTE(harness): a process of the same pid that was killed
+            # may have left one behind.
+            drop_database(backend, name)
+            create_database(backend, name, template=source)
+        except Exception:
+            # NOTE(harness): a template saves time, nothing more: without
+            # one the next fixtures migrate, as this one did.
+            LOG.warning('No template of %s kept from %s', key, source,
+                        exc_info=True)
+            return
         if not _TEMPLATES:
             atexit.register(_drop_templates)
         _TEMPLATES[(backend, key)] = name

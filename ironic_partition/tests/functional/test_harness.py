@@ -192,12 +192,7 @@ class SingleProcessTestCase(TeardownAssertions, base.BaseTestCase):
                          set(harness.node_conductors(conn).values()))
 
 
-class SchemaTemplateTestCase(testscenarios.WithScenarios,
-                             base.BaseTestCase):
-    """A database copied from a template is the migrated one, rows too."""
-
-    scenarios = [('postgresql', {'backend': 'postgresql'}),
-                 ('mysql', {'backend': 'mysql'})]
+class _SchemaTemplateBase(base.BaseTestCase):
 
     DDL = (
         "CREATE TABLE parent (id INTEGER PRIMARY KEY, "
@@ -249,6 +244,14 @@ class SchemaTemplateTestCase(testscenarios.WithScenarios,
         finally:
             engine.dispose()
 
+
+class SchemaTemplateTestCase(testscenarios.WithScenarios,
+                             _SchemaTemplateBase):
+    """A database copied from a template is the migrated one, rows too."""
+
+    scenarios = [('postgresql', {'backend': 'postgresql'}),
+                 ('mysql', {'backend': 'mysql'})]
+
     def test_copy_of_the_first_migrated_database(self):
         first = self.useFixture(harness_db.DatabaseFixture(
             self.backend, schema=self.key))
@@ -285,6 +288,44 @@ class SchemaTemplateTestCase(testscenarios.WithScenarios,
 
         harness_db.drop_template(self.backend, self.key)
         self.assertFalse(harness_db.database_exists(self.backend, template))
+        self.assertFalse(self.useFixture(harness_db.DatabaseFixture(
+            self.backend, schema=self.key)).copied)
+
+    def test_copy_of_a_missing_template_fails_and_leaves_nothing(self):
+        name = harness_db.unique_name()
+        self.addCleanup(harness_db.drop_database, self.backend, name)
+        # PostgreSQL's own error; on MariaDB the harness's, before any
+        # table is created.
+        expected = (sqlalchemy.exc.DBAPIError if self.backend == 'postgresql'
+                    else ValueError)
+        error = self.assertRaises(
+            expected, harness_db.create_database, self.backend, name,
+            template=harness_db.TEMPLATE_PREFIX + 'missing')
+        self.assertIn(harness_db.TEMPLATE_PREFIX + 'missing', str(error))
+        self.assertFalse(harness_db.database_exists(self.backend, name))
+
+
+class SchemaTemplateInUseTestCase(_SchemaTemplateBase):
+    """PostgreSQL copies no database somebody is connected to."""
+
+    backend = 'postgresql'
+
+    def test_no_template_while_the_source_is_in_use(self):
+        first = self.useFixture(harness_db.DatabaseFixture(
+            self.backend, schema=self.key))
+        self._execute(first.url, self.DDL)
+        engine = sqlalchemy.create_engine(
+            first.url, poolclass=sqlalchemy.pool.NullPool)
+        self.addCleanup(engine.dispose)
+        with engine.connect() as conn:
+            conn.execute(sqlalchemy.text('SELECT 1'))
+            # Refused ("being accessed by other users"): logged, and the
+            # next fixture migrates as the first did.
+            first.save_template()
+        self.assertIsNone(harness_db.template_of(self.backend, self.key))
+        self.assertFalse(harness_db.database_exists(
+            self.backend, '%s%d_%s' % (harness_db.TEMPLATE_PREFIX,
+                                       os.getpid(), self.key)))
         self.assertFalse(self.useFixture(harness_db.DatabaseFixture(
             self.backend, schema=self.key)).copied)
 
