@@ -134,10 +134,10 @@ class APIServiceFixture(fixtures.Fixture):
         self.confdir = os.path.join(self.workdir, 'etc')
         os.makedirs(self.confdir)
         self.configure()
-        if not (self.own_database and self.database.copied):
+        if self.own_database:
+            self.database.ensure_schema(self.migrate)
+        else:
             self.migrate()
-            if self.own_database:
-                self.database.save_template()
         env = dict(os.environ, **self.environment())
         app = self.app
         if self.clear_argv:

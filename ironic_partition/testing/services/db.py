@@ -397,8 +397,7 @@ class DatabaseFixture(fixtures.Fixture):
     :param schema: what its schema will be (a :func:`template_of` key):
         where this process has a template of it, the database is a copy
         of that template (:attr:`copied`) and needs no migration; else
-        it is empty, and the caller migrates it, then calls
-        :meth:`save_template`.
+        it is empty (see :meth:`ensure_schema`).
     """
 
     def __init__(self, backend='postgresql', name=None, workdir=None,
@@ -430,6 +429,20 @@ class DatabaseFixture(fixtures.Fixture):
         self.addCleanup(drop_database, self.backend, self.name)
         self.copied = template is not None
         self.url = self.url_for(self.name)
+
+    def ensure_schema(self, migrate):
+        """Give the database its schema: a copy has it, else migrate it.
+
+        After ``migrate()`` the schema is kept for the next fixtures of
+        the same key (:meth:`save_template`).
+
+        :param migrate: a callable without arguments that runs the
+            service's migrations on this database.
+        :returns: None
+        """
+        if not self.copied:
+            migrate()
+            self.save_template()
 
     def save_template(self):
         """Keep this migrated database's schema for the next fixtures.

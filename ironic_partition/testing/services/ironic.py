@@ -186,9 +186,7 @@ class IronicFixture(fixtures.Fixture):
         self.api_port = process.free_port()
         self.config_file = os.path.join(self.workdir, 'ironic.conf')
         process.write_config(self.config_file, self._base_config())
-        if not self.database.copied:
-            self._dbsync()
-            self.database.save_template()
+        self.database.ensure_schema(self._dbsync)
         if self.mode == 'single':
             self.api = self._make_service(
                 'ironic', 'ironic', self._service_config('ironic', {}))

@@ -262,12 +262,10 @@ class NovaFixture(fixtures.Fixture):
             'api': {'auth_strategy': 'noauth2'},
             'placement_database': {'connection': url},
         }, join_lists=True)
-        placement_db = self.databases['placement']
-        if not placement_db.copied:
-            harness_process.run_logged(
+        self.databases['placement'].ensure_schema(
+            lambda: harness_process.run_logged(
                 [harness_process.bin_path('placement-manage'),
-                 '--config-file', conf, 'db', 'sync'], self.setup_log)
-            placement_db.save_template()
+                 '--config-file', conf, 'db', 'sync'], self.setup_log))
         self.placement_port = harness_process.free_port()
         env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=confdir)
         self.placement = self._service('placement', [
@@ -361,9 +359,8 @@ class NovaFixture(fixtures.Fixture):
         # NOTE(ironic-partition): a database copied from this process's
         # template has its schema already (harness_db.template_of); the
         # templates are kept before any cell is mapped or row written.
-        if not dbs['api'].copied:
-            run(manage + ['api_db', 'sync'], self.setup_log)
-            dbs['api'].save_template()
+        dbs['api'].ensure_schema(
+            lambda: run(manage + ['api_db', 'sync'], self.setup_log))
         run(manage + ['cell_v2', 'map_cell0', '--database_connection',
                       dbs['cell0'].url], self.setup_log)
         run(manage + ['cell_v2', 'create_cell', '--name', 'cell1',
