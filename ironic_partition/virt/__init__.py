@@ -19,5 +19,6 @@ imports it through the ``nova.virt.ironic_partition`` shim); ``mixin``
 gives any driver a partitioner, its settings and their SIGHUP reload;
 ``lifecycle`` holds the driver's decisions about its own process (start,
 join, the wait for a handover, stop); ``reservation`` makes nova's
-reservation of a node a write the claims database proved.
+reservation of a node a write the claims database proved; ``tracking``
+checks each node of nova's resource-tracker pass again inside nova's lock.
 """

@@ -16,8 +16,8 @@
 
 What :class:`~ironic_partition.virt.nova_driver.IronicPartitionDriver`
 decides about its own process, apart from nova's calls on nodes: the
-checks that refuse a start (parallel resource tracking with claims, a
-local claims database beside other computes), the join that waits
+check that refuses a start (a local claims database beside other
+computes), the join that waits
 instead of failing (a silent database, a previous holder of the host
 name, a service nova has forced down), the hold of nova-compute's start
 while other processes hand its nodes back, and the stops it makes
@@ -165,30 +165,6 @@ class LifecyclePolicy(object):
             if self._handover_over.wait(
                     min(HANDOVER_POLL, deadline - time.monotonic())):
                 return
-
-    def _parallel_tracking_error(self):
-        """Refuse nova's parallel resource tracking while claims are on.
-
-        With ``[compute] update_resources_max_workers`` above 1, nova
-        checks and reports several nodes at once, each waiting its turn
-        after our claim check: a window this driver does not bound yet
-        (as it bounds the reservation's write). Refused, naming the
-        option, until it does.
-
-        :returns: a ``ConfigurationError``, or None.
-        """
-        workers = getattr(getattr(self.partition_conf, 'compute', None),
-                          'update_resources_max_workers', 1)
-        if self.partitioner.claims is None or not workers or workers <= 1:
-            return None
-        return exception.ConfigurationError(
-            group='compute', option='update_resources_max_workers',
-            value=workers, reason=(
-                'ironic-partition does not support parallel resource '
-                'tracking yet: each node reported must be checked against '
-                'its claim within a bounded time, which holds with one '
-                'worker only. Set it to 1 (nova\'s default), or turn '
-                'claims off ([ironic_partition] claims = off)'))
 
     def _stop_if_replaced(self):
         """Stop this nova-compute once another process took its host over.

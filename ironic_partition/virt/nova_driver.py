@@ -89,6 +89,7 @@ from ironic_partition.settings import claims as claim_settings
 from ironic_partition.virt import lifecycle
 from ironic_partition.virt import mixin
 from ironic_partition.virt import reservation
+from ironic_partition.virt import tracking
 
 LOG = logging.getLogger(__name__)
 
@@ -121,6 +122,8 @@ class IronicPartitionDriver(lifecycle.LifecyclePolicy,
         self._orphans = set()
         self._not_orphans = set()
         self._stopping = False
+        #: The claim check made again inside nova's resource lock.
+        self._pass_gate = tracking.PassGate()
         #: Whether this process handed nova a node list yet.
         self._reported = False
         self._first_check = None
@@ -183,10 +186,16 @@ class IronicPartitionDriver(lifecycle.LifecyclePolicy,
         :returns: None
         """
         ctxt = nova_context.get_admin_context()
-        error = (self._parallel_tracking_error() or
-                 self._local_database_error(ctxt, starting=True))
+        error = self._local_database_error(ctxt, starting=True)
         if error is not None:
             raise error
+        workers = getattr(getattr(self.partition_conf, 'compute', None),
+                          'update_resources_max_workers', 1) or 1
+        if workers > 1 and self.partitioner.claims is not None:
+            LOG.info("nova's resource tracker updates %d nodes at once "
+                     "([compute] update_resources_max_workers): each "
+                     "node's claim is checked again inside nova's resource "
+                     "lock, before its writes", workers)
         if self._forced_down_error(ctxt) is None and \
                 self._partition_join() is None:
             self._await_handover()
@@ -347,7 +356,46 @@ class IronicPartitionDriver(lifecycle.LifecyclePolicy,
                         'reported any more by this service (its claim ran '
                         'out since the resource tracker listed it)'
                 % nodename)
-        return super().get_available_resource(nodename)
+        resources = super().get_available_resource(nodename)
+        self._pass_gate.checked(nodename)
+        return resources
+
+    def update_provider_tree(self, provider_tree, nodename,
+                             allocations=None):
+        """nova's, after the resource tracker's claim check made again.
+
+        nova calls it inside its resource lock, right before it writes the
+        node's inventory to placement and saves (or moves to this host)
+        its compute node row. For the resource tracker's pass, the claim
+        checked in :meth:`get_available_resource` is checked again here:
+        with ``[compute] update_resources_max_workers`` above 1 the node
+        may have waited for the lock behind the other workers' nodes (see
+        :mod:`ironic_partition.virt.tracking`). A claim that ran out
+        meanwhile refuses the node: nova logs the error for it, writes
+        nothing more for it in this pass and goes on with the others.
+
+        :param provider_tree: nova's ``ProviderTree``.
+        :param nodename: the node UUID.
+        :param allocations: nova's allocations, for a reshape.
+        :raises VirtDriverNotReady: the node may not be reported any more.
+        :returns: None
+        """
+        waited = self._pass_gate.pending(nodename)
+        if waited is not None and not self.partitioner.may_report(nodename):
+            self._pass_gate.count_refusal()
+            LOG.warning('Not writing node %(node)s: its claim ran out in the '
+                        '%(waited).1f s since the resource tracker checked '
+                        'it (claim held by %(holder)s); nova writes nothing '
+                        'more for it in this run',
+                        {'node': nodename, 'waited': waited,
+                         'holder': self.partitioner.claim_holder(nodename)})
+            raise nova_exception.VirtDriverNotReady(
+                message='Virt driver is not ready: node %s may not be '
+                        'written any more by this service (its claim ran '
+                        'out while it waited %.1f s for nova\'s resource '
+                        'lock)' % (nodename, waited))
+        return super().update_provider_tree(provider_tree, nodename,
+                                            allocations=allocations)
 
     def node_is_available(self, nodename):
         """Whether nova may account for a node, and claim it, now.

@@ -15,22 +15,25 @@
 """The nova driver's start-up policy, with nova's own classes and fakes."""
 
 import datetime
+import threading
 import types
 from unittest import mock
 
 import fixtures
+from nova.compute import provider_tree
 from nova.compute import resource_tracker
 from nova import exception as nova_exception
 from nova.virt.ironic import driver as ironic_driver
 from openstack import exceptions as sdk_exc
-from oslo_config import cfg
 
 from ironic_partition import exception
 from ironic_partition.tests import base
 from ironic_partition.virt import lifecycle
 from ironic_partition.virt import nova_driver
+from ironic_partition.virt import tracking
 
 NODE = '7d3f0000-0000-4000-8000-000000000001'
+OTHER = '7d3f0000-0000-4000-8000-000000000002'
 INSTANCE = 'c0ffee00-0000-4000-8000-000000000001'
 
 
@@ -63,39 +66,185 @@ class FakePartitioner(object):
         return self.holder
 
 
+class FakeReportGate(object):
+    """``may_report`` answered from a set the test changes."""
+
+    def __init__(self, nodes=(NODE,)):
+        self.nodes = set(nodes)
+        self.asked = []
+
+    def may_report(self, node_id):
+        self.asked.append(node_id)
+        return node_id in self.nodes
+
+    def claim_holder(self, node_id):
+        return 'cn2'
+
+
+class TestPassGate(base.TestCase):
+    """``tracking.PassGate``: one record per thread, taken once."""
+
+    def setUp(self):
+        super().setUp()
+        self.now = 100.0
+        self.gate = tracking.PassGate(clock=lambda: self.now)
+
+    def test_the_checked_node_is_pending_once_with_its_wait(self):
+        self.gate.checked(NODE)
+        self.now += 2.5
+        self.assertEqual(2.5, self.gate.pending(NODE))
+        self.assertIsNone(self.gate.pending(NODE))
+        self.assertEqual(2.5, self.gate.longest_wait)
+
+    def test_another_node_is_not_pending_and_keeps_the_record(self):
+        self.gate.checked(NODE)
+        self.assertIsNone(self.gate.pending(OTHER))
+        self.assertEqual(0.0, self.gate.pending(NODE))
+
+    def test_a_later_check_replaces_a_record_left_behind(self):
+        self.gate.checked(NODE)
+        self.gate.checked(OTHER)
+        self.assertIsNone(self.gate.pending(NODE))
+        self.assertEqual(0.0, self.gate.pending(OTHER))
+
+    def test_a_record_belongs_to_the_thread_that_checked(self):
+        self.gate.checked(NODE)
+        seen = []
+        worker = threading.Thread(target=lambda: seen.append(
+            self.gate.pending(NODE)))
+        worker.start()
+        worker.join()
+        self.assertEqual([None], seen)
+        self.assertEqual(0.0, self.gate.pending(NODE))
+
+
 class TestParallelTracking(base.TestCase):
+    """The claim checked again inside nova's resource lock."""
 
-    def _driver(self, workers, claims=True):
-        conf = cfg.ConfigOpts()
-        conf.register_opt(cfg.IntOpt('update_resources_max_workers',
-                                     default=1), group='compute')
-        conf([])
-        conf.set_override('update_resources_max_workers', workers,
-                          group='compute')
-        # NOTE(ironic-partition): nova's IronicDriver is not built (it
-        # connects to Ironic); the check reads two attributes.
-        driver = object.__new__(nova_driver.IronicPartitionDriver)
-        driver.partition_conf = conf
-        driver.partitioner = types.SimpleNamespace(
-            claims=object() if claims else None)
-        return driver
+    def setUp(self):
+        super().setUp()
+        self.partitioner = FakeReportGate(nodes=(NODE, OTHER))
+        self.now = 0.0
+        self.driver = _bare_driver(
+            partitioner=self.partitioner,
+            _pass_gate=tracking.PassGate(clock=lambda: self.now))
+        self.nova_resource = self._patch('get_available_resource',
+                                         return_value={'uuid': NODE})
+        self.nova_tree = self._patch('update_provider_tree')
+        self.log = self.useFixture(fixtures.FakeLogger())
 
-    def test_more_than_one_worker_is_refused_with_claims(self):
-        e = self._driver(4)._parallel_tracking_error()
-        self.assertIsInstance(e, exception.ConfigurationError)
-        self.assertIn('Invalid value 4 for option [compute] '
-                      'update_resources_max_workers', str(e))
-        self.assertIn("Set it to 1 (nova's default), or turn claims off",
-                      str(e))
+    def _patch(self, name, **kwargs):
+        patcher = mock.patch.object(ironic_driver.IronicDriver, name,
+                                    autospec=True, **kwargs)
+        self.addCleanup(patcher.stop)
+        return patcher.start()
 
-    def test_one_worker_or_claims_off_is_fine(self):
-        self.assertIsNone(self._driver(1)._parallel_tracking_error())
-        self.assertIsNone(
-            self._driver(8, claims=False)._parallel_tracking_error())
-        # A nova without the option (before 34): one worker.
-        driver = self._driver(1)
-        driver.partition_conf = cfg.ConfigOpts()
-        self.assertIsNone(driver._parallel_tracking_error())
+    def test_a_claim_still_held_at_the_lock_goes_to_nova(self):
+        self.assertEqual({'uuid': NODE},
+                         self.driver.get_available_resource(NODE))
+        self.now += 3.0
+        self.driver.update_provider_tree('tree', NODE)
+        self.nova_tree.assert_called_once_with(self.driver, 'tree', NODE,
+                                               allocations=None)
+        self.assertEqual([NODE, NODE], self.partitioner.asked)
+        self.assertEqual(3.0, self.driver._pass_gate.longest_wait)
+
+    def test_a_claim_run_out_while_waiting_writes_nothing(self):
+        self.driver.get_available_resource(NODE)
+        self.now += 12.0
+        self.partitioner.nodes.discard(NODE)
+        e = self.assertRaises(nova_exception.VirtDriverNotReady,
+                              self.driver.update_provider_tree, 'tree',
+                              NODE)
+        self.assertIn('node %s may not be written any more by this service '
+                      "(its claim ran out while it waited 12.0 s for nova's "
+                      'resource lock)' % NODE, str(e))
+        self.nova_tree.assert_not_called()
+        self.assertEqual(1, self.driver._pass_gate.refused)
+        self.assertIn('Not writing node %s: its claim ran out in the 12.0 s '
+                      'since the resource tracker checked it (claim held by '
+                      'cn2)' % NODE, self.log.output)
+
+    def test_a_write_outside_a_pass_is_left_to_nova(self):
+        # A build's claim checked the node inside the lock already
+        # (node_is_available); a reshape's second call has no record.
+        self.partitioner.nodes.clear()
+        self.driver.update_provider_tree('tree', NODE, allocations={})
+        self.nova_tree.assert_called_once_with(self.driver, 'tree', NODE,
+                                               allocations={})
+        self.assertEqual([], self.partitioner.asked)
+
+    def test_a_refused_check_records_nothing(self):
+        self.partitioner.nodes.clear()
+        self.assertRaises(nova_exception.VirtDriverNotReady,
+                          self.driver.get_available_resource, NODE)
+        self.nova_resource.assert_not_called()
+        self.assertIsNone(self.driver._pass_gate.pending(NODE))
+
+    def test_workers_queued_for_the_lock_are_each_checked_again(self):
+        # Eight workers check their node, then queue for nova's lock (a
+        # fair one: in check order); the claims run out while the fifth
+        # waits. The first four write, the last four write nothing.
+        nodes = ['7d3f0000-0000-4000-8000-%012d' % i for i in range(8)]
+        self.partitioner.nodes = set(nodes)
+        lock = threading.Lock()
+        checked = threading.Barrier(len(nodes))
+        order = []
+
+        def worker(node):
+            self.driver.get_available_resource(node)
+            checked.wait()
+            with lock:
+                if len(order) == 4:
+                    self.partitioner.nodes.clear()
+                try:
+                    self.driver.update_provider_tree('tree', node)
+                    order.append((node, 'written'))
+                except nova_exception.VirtDriverNotReady:
+                    order.append((node, 'refused'))
+
+        threads = [threading.Thread(target=worker, args=(n,)) for n in nodes]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.assertEqual(['written'] * 4 + ['refused'] * 4,
+                         [outcome for _node, outcome in order])
+        self.assertEqual(sorted(node for node, outcome in order
+                                if outcome == 'written'),
+                         sorted(c.args[2] for c in
+                                self.nova_tree.call_args_list))
+        self.assertEqual(4, self.driver._pass_gate.refused)
+
+    def test_novas_placement_write_follows_the_second_check(self):
+        # nova's own _update_to_placement: the inventory write comes after
+        # update_provider_tree, and is not made when it refuses.
+        self.nova_tree.side_effect = None
+        report = mock.Mock()
+
+        def subtree(ctxt, uuid, name=None):
+            tree = provider_tree.ProviderTree()
+            tree.new_root(name, uuid)
+            return tree
+
+        report.get_provider_subtree_and_ensure_root.side_effect = subtree
+        tracker = resource_tracker.ResourceTracker(
+            'cn1', self.driver, reportclient=report)
+        # NOTE(ironic-partition): nova reads its services row for a trait.
+        self.useFixture(fixtures.MockPatchObject(tracker, '_get_traits',
+                                                 return_value=[]))
+        node = mock.Mock(hypervisor_hostname=NODE, uuid=NODE)
+        self.driver.get_available_resource(NODE)
+        self.partitioner.nodes.discard(NODE)
+        self.assertRaises(nova_exception.VirtDriverNotReady,
+                          tracker._update_to_placement, mock.Mock(), node,
+                          False)
+        report.update_from_provider_tree.assert_not_called()
+        self.driver.get_available_resource(OTHER)
+        self.nova_resource.return_value = {'uuid': OTHER}
+        other = mock.Mock(hypervisor_hostname=OTHER, uuid=OTHER)
+        tracker._update_to_placement(mock.Mock(), other, False)
+        report.update_from_provider_tree.assert_called_once()
 
 
 class TestSpawnPolicy(base.TestCase):
