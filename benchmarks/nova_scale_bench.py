@@ -45,7 +45,12 @@ measures:
    computes (:func:`ironic_partition.testing.lanes.novalane.double_held`);
 4. restart of cn3: time to a complete report over the three, moves;
 5. VmRSS of each nova-compute and of placement (process groups) at the
-   end of start-up and after the steady passes.
+   end of start-up and after the steady passes, and the CPU seconds
+   placement, nova-conductor and the three computes used in start-up.
+
+``--workers N`` (repeatable) runs each driver once per value of nova 34's
+``[compute] update_resources_max_workers`` (parallel resource tracking),
+all on the same Ironic: ``--workers 1 --workers 4 --workers 8``.
 
 Unless ``--no-profile``, py-spy (``pip install py-spy``; it needs
 ptrace) samples cn1 during start-up and during its steady pass, twice:
@@ -95,6 +100,26 @@ CADENCES = {'default': harness_nova.NOVA_DEFAULT_CADENCE,
             'short': harness_nova.SHORT_CADENCE}
 
 
+def cpu_seconds(pids):
+    """CPU time (user and system) of processes, from ``/proc``.
+
+    :param pids: process ids; those gone are left out.
+    :returns: seconds.
+    """
+    ticks = os.sysconf('SC_CLK_TCK')
+    total = 0
+    for pid in pids:
+        try:
+            with open('/proc/%d/stat' % pid) as stream:
+                fields = stream.read().rsplit(')', 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # NOTE(ironic-partition): utime and stime are fields 14 and 15 of
+        # proc(5), the 12th and 13th after the command's closing ')'.
+        total += int(fields[11]) + int(fields[12])
+    return total / float(ticks)
+
+
 def rss_mib(service):
     """Resident memory of a service's process group.
 
@@ -115,7 +140,11 @@ class Run(object):
     :param args: the parsed command line.
     """
 
-    def __init__(self, label, driver, ironic, free, args):
+    def __init__(self, label, driver, ironic, free, args, workers=1):
+        self.workers = workers
+        if len(args.workers or ()) > 1 or workers != 1:
+            label = '%s, %d worker%s' % (label, workers,
+                                         '' if workers == 1 else 's')
         self.label = label
         self.driver = driver
         self.ironic = ironic
@@ -124,6 +153,7 @@ class Run(object):
         self.timeout = args.timeout
         self.cadence = CADENCES[args.cadence]
         self.figures = {'driver': label, 'compute_driver': driver,
+                        'update_resources_max_workers': workers,
                         'steps': {}, 'marks': []}
         self.down = set()
         self.nova = None
@@ -164,7 +194,9 @@ class Run(object):
             self.ironic.endpoint, HOSTS, partition_key=GROUP,
             driver=self.driver, cadence=self.cadence,
             start_computes=False,
-            placement_threads=self.args.placement_threads)
+            placement_threads=self.args.placement_threads,
+            extra_config={'compute': {
+                'update_resources_max_workers': self.workers}})
         try:
             self.nova.setUp()
             figures['partition_options'] = self.nova.compute_config(
@@ -209,6 +241,7 @@ class Run(object):
         nova = self.nova
         figures['computes_started'] = t0 = time.time()
         self._mark('start-up')
+        cpu_before = self._cpu()
         for host in HOSTS:
             nova.computes[host].start()
         profile = self._profiler('startup') if self.args.profile else None
@@ -217,6 +250,10 @@ class Run(object):
         took = self._wait(HOSTS, 'start-up')
         steps['start-up'] = None if took is None else time.time() - t0
         self.complete_at = time.time()
+        cpu_after = self._cpu()
+        figures['startup_cpu_s'] = {
+            name: cpu_after[name] - cpu_before.get(name, 0.0)
+            for name in cpu_after}
         if profile:
             profile.stop()
             figures['profile_startup'] = profile.summary()
@@ -241,6 +278,15 @@ class Run(object):
         nova.start_compute(VICTIM)
         steps['restart'] = self._wait(HOSTS, 'restart')
         figures['restart_moves'] = len(self.recorder.moves) - moves_before
+
+    def _cpu(self):
+        nova = self.nova
+        return {
+            'placement': cpu_seconds(nova.placement.group_pids()),
+            'conductor': cpu_seconds(nova.conductor.group_pids()),
+            'computes': cpu_seconds([pid for c in nova.computes.values()
+                                     for pid in c.group_pids()]),
+        }
 
     def _rss(self):
         rss = {host: rss_mib(c) for host, c in self.nova.computes.items()}
@@ -466,6 +512,10 @@ def main(argv=None):
                         help='where the py-spy files go (kept)')
     parser.add_argument('--log-dir', help='keep the services\' logs here')
     parser.add_argument('--json', help='also write the figures here')
+    parser.add_argument('--workers', action='append', type=int,
+                        help="[compute] update_resources_max_workers; "
+                        "repeat to run each driver with each value "
+                        "(default: 1)")
     parser.add_argument('--driver', action='append',
                         choices=[d[0] for d in DRIVERS],
                         help='run only these drivers')
@@ -502,10 +552,16 @@ def main(argv=None):
         config['in_use_api_s'] = took
         used = set(in_use)
         free = [u for u in uuids if u not in used]
-        for label, driver in DRIVERS:
-            if args.driver and label not in args.driver:
-                continue
-            results.append(Run(label, driver, ironic, free, args).run())
+        for workers in args.workers or [1]:
+            for label, driver in DRIVERS:
+                if args.driver and label not in args.driver:
+                    continue
+                results.append(Run(label, driver, ironic, free, args,
+                                   workers=workers).run())
+                # NOTE(ironic-partition): each run's figures are kept as
+                # soon as it ends: a long invocation stopped later still
+                # leaves the runs it finished.
+                _write_json(args.json, config, results)
     finally:
         ironic.cleanUp()
     config['load_end'] = os.getloadavg()
@@ -523,11 +579,15 @@ def main(argv=None):
     if results:
         nova_scale_report.print_table(results, HOSTS)
         nova_scale_report.print_profile(results, PROFILED)
-    output = {'config': config, 'results': results}
-    if args.json:
-        with open(args.json, 'w') as stream:
-            json.dump(output, stream, indent=2, default=str)
+    _write_json(args.json, config, results)
     return 0
+
+
+def _write_json(path, config, results):
+    if path:
+        with open(path, 'w') as stream:
+            json.dump({'config': config, 'results': results}, stream,
+                      indent=2, default=str)
 
 
 if __name__ == '__main__':

@@ -53,6 +53,9 @@ def table_rows(result, hosts):
             result.get('startup_ironic_calls'))),
         ('double-held node-s, start-up', result.get(
             'double_held_by_step', {}).get('start-up')),
+        ('start-up CPU s: placement / conductor / computes', ' / '.join(
+            _fmt((result.get('startup_cpu_s') or {}).get(name))
+            for name in ('placement', 'conductor', 'computes'))),
     ]
     for host in hosts:
         one = steady.get(host, {})
