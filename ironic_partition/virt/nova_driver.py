@@ -380,20 +380,9 @@ class IronicPartitionDriver(lifecycle.LifecyclePolicy,
         :raises VirtDriverNotReady: the node may not be reported any more.
         :returns: None
         """
-        waited = self._pass_gate.pending(nodename)
-        if waited is not None and not self.partitioner.may_report(nodename):
-            self._pass_gate.count_refusal()
-            LOG.warning('Not writing node %(node)s: its claim ran out in the '
-                        '%(waited).1f s since the resource tracker checked '
-                        'it (claim held by %(holder)s); nova writes nothing '
-                        'more for it in this run',
-                        {'node': nodename, 'waited': waited,
-                         'holder': self.partitioner.claim_holder(nodename)})
-            raise nova_exception.VirtDriverNotReady(
-                message='Virt driver is not ready: node %s may not be '
-                        'written any more by this service (its claim ran '
-                        'out while it waited %.1f s for nova\'s resource '
-                        'lock)' % (nodename, waited))
+        refusal = self._pass_gate.refusal(nodename, self.partitioner)
+        if refusal is not None:
+            raise nova_exception.VirtDriverNotReady(message=refusal)
         return super().update_provider_tree(provider_tree, nodename,
                                             allocations=allocations)
 

@@ -51,6 +51,10 @@ rows of one node (nova logs "Duplicate compute node record").
 import threading
 import time
 
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
+
 
 class PassGate(object):
     """What each resource-tracker worker thread checked, and when.
@@ -93,10 +97,27 @@ class PassGate(object):
                 self.longest_wait = waited
         return waited
 
-    def count_refusal(self):
-        """Count one node whose writes the gate refused.
+    def refusal(self, node_id, partitioner):
+        """Check again the claim of the node this thread checked.
 
-        :returns: None
+        :param node_id: the node UUID nova is about to write.
+        :param partitioner: what answers ``may_report`` and
+            ``claim_holder``.
+        :returns: None when nova may write (the claim is still held, or
+            this is not the pass's write of that node), else the message
+            for nova's ``VirtDriverNotReady``, logged and counted.
         """
+        waited = self.pending(node_id)
+        if waited is None or partitioner.may_report(node_id):
+            return None
         with self._lock:
             self.refused += 1
+        LOG.warning('Not writing node %(node)s: its claim ran out in the '
+                    '%(waited).1f s since the resource tracker checked it '
+                    '(claim held by %(holder)s); nova writes nothing more '
+                    'for it in this run',
+                    {'node': node_id, 'waited': waited,
+                     'holder': partitioner.claim_holder(node_id)})
+        return ('Virt driver is not ready: node %s may not be written any '
+                'more by this service (its claim ran out while it waited '
+                '%.1f s for nova\'s resource lock)' % (node_id, waited))
