@@ -414,17 +414,20 @@ class ClaimManager(object):
                 self.role, self.host, self.lease_time, incarnation=inc,
                 node_ids=renewing)
             to_claim = desired - valid
+            won = {}
             if to_claim:
                 extra = {'shard': shard} if shard is not None else {}
-                self.store.claims.acquire_claims(
+                won = self.store.claims.acquire_claims(
                     self.role, self.host, to_claim, self.lease_time,
                     partition_key, incarnation=inc, **extra)
-            if not to_claim and renewed == len(renewing):
-                # NOTE(ironic-partition): every valid claim was renewed,
-                # none taken or lost in between: what the database holds
-                # for us is known without reading it again (the epochs do
-                # not change on renewal).
+            if won is not None and renewed == len(renewing):
+                # NOTE(ironic-partition): every valid claim was renewed
+                # (the epochs do not change on renewal) and every claim
+                # wanted was won (at the epoch read plus one), none lost
+                # in between: what the database holds for us is known
+                # without reading it again.
                 held = {n: owned[n].epoch for n in renewing}
+                held.update(won)
             else:
                 held = self.store.claims.held_claims(
                     self.role, self.host, incarnation=inc)

@@ -484,8 +484,13 @@ class ClaimsAPI(object):
         compare-and-swap ``UPDATE`` of the free rows, which only succeeds
         for a row whose epoch is still the one read and which is still free
         by the server's clock; it sets the owner, the lease and epoch + 1.
-        Whether a claim was won is read back with :meth:`held_claims`; this
-        method does not say.
+
+        When every node was free and every chunk's ``UPDATE`` changed
+        every row it was sent, what was won is known without reading it
+        back: each node, at the epoch read plus one. Otherwise (a node
+        held by another service, a lost compare-and-swap, a chunk retried
+        after a fault, whose rows may then read as held already) this
+        method does not say, and :meth:`held_claims` reads it back.
 
         :param role: the service role.
         :param host: the new owner's host name.
@@ -498,7 +503,9 @@ class ClaimsAPI(object):
             reports.
         :raises IdentityLost: the incarnation no longer holds the host
             name (nothing is taken).
-        :returns: None
+        :returns: a dict of node UUID to the new epoch of every node
+            claimed, when all of ``node_ids`` were won as above; None when
+            what was won must be read back.
         """
         micro = _common.microseconds(lease_seconds)
         if shard is not None:
@@ -508,9 +515,15 @@ class ClaimsAPI(object):
         if incarnation is not None:
             with self._db.reader() as conn:
                 self._check_holder(conn, role, host, incarnation)
+        won = {}
         for chunk in _common.chunks(node_ids):
-            self._acquire_chunk(role, host.lower(), chunk, micro,
-                                partition_key, incarnation, shard)
+            taken = self._acquire_chunk(role, host.lower(), chunk, micro,
+                                        partition_key, incarnation, shard)
+            if won is not None and taken is not None:
+                won.update(taken)
+            else:
+                won = None
+        return won
 
     @_common.retry
     def _acquire_chunk(self, role, host, chunk, micro, partition_key,
@@ -537,11 +550,12 @@ class ClaimsAPI(object):
             self._count(2)
             free.extend((node, 0) for node in missing)
         free.sort()
+        taken = 0
         if free:
             guard = ([] if incarnation is None else
                      [self._holds_name(role, host, incarnation)])
             with self._db.writer() as conn:
-                conn.execute(
+                taken = conn.execute(
                     sa.update(table).where(
                         table.c.role == role,
                         table.c.node_id.in_([node for node, _e in free]),
@@ -554,8 +568,13 @@ class ClaimsAPI(object):
                         claimed_at=models.utcnow(),
                         expires_at=models.utc_after(
                             sa.literal(micro, sa.BigInteger)),
-                        updated_at=models.utcnow()))
+                        updated_at=models.utcnow())).rowcount
             self._count()
+        if len(free) != len(chunk) or taken != len(free):
+            return None
+        # NOTE(ironic-partition): one row per node, each matched at the
+        # epoch read: every row was free and is now ours at epoch + 1.
+        return {node: epoch + 1 for node, epoch in free}
 
     def read_claims(self, role, node_ids=None, owner=None):
         """Read claims, with validity decided by the server's clock.

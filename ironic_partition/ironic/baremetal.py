@@ -31,6 +31,7 @@ instead of an error.
 from concurrent import futures
 import datetime
 import email.utils
+import operator
 import sys
 import threading
 import time
@@ -91,6 +92,13 @@ class Record(object):
 
     __slots__ = ()
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # NOTE(ironic-partition): every field at once, as a tuple: a full
+        # listing compares each node with the one it holds.
+        cls._values = (operator.attrgetter(*cls.__slots__) if cls.__slots__
+                       else lambda record: ())
+
     def __init__(self, **fields):
         for name in self.__slots__:
             object.__setattr__(self, name, fields.get(name))
@@ -105,9 +113,8 @@ class Record(object):
                              % type(self).__name__)
 
     def __eq__(self, other):
-        return (isinstance(other, type(self))
-                and all(getattr(self, n) == getattr(other, n)
-                        for n in self.__slots__))
+        return self is other or (isinstance(other, type(self)) and
+                                 self._values(self) == self._values(other))
 
     def __hash__(self):
         return hash(self.id)

@@ -223,7 +223,12 @@ class NodeIndex(object):
         for page in self.client.node_pages(conductor_group, fields=fields,
                                            shard=shard, meter=meter):
             for node in page:
-                nodes[node.id] = node
+                # NOTE(ironic-partition): an unchanged node keeps the
+                # record held (and its UUID string), so that a periodic
+                # full listing does not allocate the fleet's records
+                # again while the old ones are still held.
+                if nodes.get(node.id) != node:
+                    nodes[node.id] = node
                 seen.add(node.id)
                 if lowered is not None and node.shard != lowered:
                     # NOTE(ironic-partition): Ironic's database matched

@@ -122,6 +122,48 @@ class TestClaimsSQL(test_base.BaseTestCase):
         self.assertEqual(30, len(self.claims.read_claims(
             ROLE, owner='B').claims))
 
+    def test_acquire_says_what_it_won_only_when_it_won_everything(self):
+        self.useFixture(fixtures.MockPatchObject(_common, 'CHUNK_SIZE', 3))
+        nodes = _ids(8)
+        self.assertEqual({n: 1 for n in nodes[:5]},
+                         self.claims.acquire_claims(ROLE, 'a', nodes[:5],
+                                                    30))
+        self.claims.release_claims(ROLE, 'a', nodes[:2])
+        # Two freed (epoch 1 -> 2), three new: all won, in three chunks.
+        self.assertEqual(
+            dict({n: 2 for n in nodes[:2]}, **{n: 1 for n in nodes[5:]}),
+            self.claims.acquire_claims(ROLE, 'b', nodes[:2] + nodes[5:],
+                                       30))
+        # One node still held by 'a': what 'b' won must be read back.
+        self.assertIsNone(self.claims.acquire_claims(ROLE, 'b', nodes, 30))
+        self.assertEqual(set(nodes) - set(nodes[2:5]),
+                         set(self.claims.held_claims(ROLE, 'b')))
+
+    def test_acquire_says_nothing_of_a_lost_compare_and_swap(self):
+        nodes = _ids(2)
+        self.claims.acquire_claims(ROLE, 'a', nodes, 30)
+        self.claims.release_claims(ROLE, 'a')
+        real = self.claims._insert_placeholders
+        table = models.Claim.__table__
+
+        def steal(conn, *args):
+            # Between the SELECT and the UPDATE, another service takes
+            # one of the free rows (committed before ours, as SQLite
+            # serialises writers).
+            conn.execute(table.update().where(
+                table.c.node_id == nodes[0]).values(
+                    owner='c', epoch=table.c.epoch + 1,
+                    expires_at=models.utc_after(
+                        sa.literal(60000000, sa.BigInteger))))
+            return real(conn, *args)
+
+        self.useFixture(fixtures.MockPatchObject(
+            self.claims, '_insert_placeholders', steal))
+        self.assertIsNone(self.claims.acquire_claims(
+            ROLE, 'b', nodes + _ids(1, start=10), 30))
+        self.assertEqual({nodes[1], _ids(1, start=10)[0]},
+                         set(self.claims.held_claims(ROLE, 'b')))
+
     def test_manager_round_on_sqlite(self):
         manager = claims.ClaimManager(store.Store(self.conn), 'a', ROLE,
                                       lease_time=30,
@@ -132,8 +174,11 @@ class TestClaimsSQL(test_base.BaseTestCase):
         self.assertEqual(frozenset(nodes), out.reported)
         # SELECT the server's time and own claims (nothing held: no
         # renewal); SELECT, the server's time, INSERT placeholders and
-        # compare-and-swap UPDATE to claim; SELECT held.
-        self.assertEqual(7, out.statements)
+        # compare-and-swap UPDATE to claim; every node won, so no SELECT
+        # of what is held.
+        self.assertEqual(6, out.statements)
+        self.assertEqual({n: 1 for n in nodes},
+                         self.claims.held_claims(ROLE, 'a'))
         # SELECT the server's time and own claims, one UPDATE per chunk
         # to renew; every claim renewed, so no SELECT of what is held.
         out = manager.round(nodes[:8], nodes[8:])

@@ -94,6 +94,18 @@ class TestNode(base.TestCase):
     def test_missing_fields_are_none(self):
         self.assertIsNone(baremetal.Node(id='a').instance_id)
 
+    def test_equal_field_by_field(self):
+        body = _api_nodes(1)[0]
+        a, b = baremetal.Node.from_api(body), baremetal.Node.from_api(body)
+        self.assertIsNot(a, b)
+        self.assertEqual(a, b)
+        for field, value in (('maintenance', True), ('driver', 'other'),
+                             ('properties', {'cpus': 99})):
+            changed = baremetal.Node.from_api(dict(body, **{field: value}))
+            self.assertNotEqual(a, changed, field)
+        self.assertNotEqual(a, a.id)
+        self.assertEqual(hash(a), hash(b))
+
 
 class TestListNodes(base.TestCase):
 

@@ -597,6 +597,21 @@ class TestNodeIndex(base.TestCase):
         self.assertEqual('periodic full resync', update.reason)
         self.assertNotIn(nodes[0], index.nodes)
 
+    def test_a_full_listing_keeps_the_records_of_unchanged_nodes(self):
+        fake = FakeIronic()
+        nodes = [fake.create() for _ in range(10)]
+        index = self._index(fake, resync=0)
+        index.refresh('rack1')
+        before = dict(index.nodes)
+        fake.update(nodes[3], maintenance=True)
+        self.assertTrue(index.refresh('rack1').full)
+        for u in nodes:
+            if u == nodes[3]:
+                self.assertIsNot(before[u], index.nodes[u])
+                self.assertTrue(index.nodes[u].is_maintenance)
+            else:
+                self.assertIs(before[u], index.nodes[u])
+
     def test_resync_interval_zero_always_lists_in_full(self):
         fake = FakeIronic()
         fake.create()
