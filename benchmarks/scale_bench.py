@@ -53,6 +53,7 @@ Example (needs functional-requirements.txt)::
 import argparse
 import configparser
 import datetime
+import os
 import random
 import statistics
 import sys
@@ -433,7 +434,16 @@ def main(argv=None):
                         choices=('postgresql', 'mysql'))
     parser.add_argument('--claims-backend', default='mysql',
                         choices=('postgresql', 'mysql'))
-    return run(parser.parse_args(argv))
+    parser.add_argument('--trace-memory', type=int, default=0,
+                        metavar='LINES',
+                        help='trace each service\'s Python allocations '
+                        '(tracemalloc, which slows the listings): the '
+                        'LINES lines holding most after each timed '
+                        'listing, in the services\' logs')
+    args = parser.parse_args(argv)
+    if args.trace_memory:
+        os.environ[scale_worker.TRACE_ENV] = str(args.trace_memory)
+    return run(args)
 
 
 if __name__ == '__main__':

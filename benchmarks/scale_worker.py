@@ -22,6 +22,7 @@ one and sends it commands (``refresh``, ``refresh-full``, ``index``,
 """
 
 import argparse
+import ctypes
 import json
 import os
 import resource
@@ -29,11 +30,15 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 
 from keystoneauth1 import session as ks_session
 
 DRIVERS = ('nova', 'ours')
 HOSTS = ('scale-cn0', 'scale-cn1', 'scale-cn2')
+#: Set (to a number of lines) to trace the Python allocations of each
+#: timed listing: the lines holding most, written to the worker's log.
+TRACE_ENV = 'SCALE_BENCH_TRACEMALLOC'
 
 
 def rss_mib():
@@ -72,6 +77,42 @@ class HttpMeter(object):
         self.seconds = 0.0
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        'arena', 'ordblks', 'smblks', 'hblks', 'hblkhd', 'usmblks',
+        'fsmblks', 'uordblks', 'fordblks', 'keepcost')]
+
+
+def malloc_mib():
+    """glibc's heap: ``(in use, free but held)`` in MiB, or None."""
+    try:
+        libc = ctypes.CDLL('libc.so.6')
+        libc.mallinfo2.restype = _MallInfo2
+    except (OSError, AttributeError):
+        return None
+    info = libc.mallinfo2()
+    return (round((info.uordblks + info.hblkhd) / 2.0 ** 20, 1),
+            round(info.fordblks / 2.0 ** 20, 1))
+
+
+def trace_report(label, out, lines):
+    """Write where the live Python allocations were made, by line."""
+    current, peak = tracemalloc.get_traced_memory()
+    print('== %s: traced %.1f MiB live, peak %.1f MiB; resident %.1f MiB;'
+          ' malloc (in use, free) %s MiB'
+          % (label, current / 2.0 ** 20, peak / 2.0 ** 20, rss_mib(),
+             malloc_mib()), file=out)
+    snapshot = tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.Filter(False, tracemalloc.__file__)])
+    for stat in snapshot.statistics('lineno')[:lines]:
+        frame = stat.traceback[0]
+        print('%9.1f KiB %8d blocks  %s:%d' % (
+            stat.size / 1024.0, stat.count, frame.filename, frame.lineno),
+            file=out)
+    out.flush()
+    tracemalloc.reset_peak()
+
+
 def worker(args):
     """Serve commands on stdin, one JSON answer per line on stdout."""
     from ironic_partition.testing.services import nova_env
@@ -88,7 +129,10 @@ def worker(args):
     for host in HOSTS:
         nova_env.add_compute(host)
     novaconf.config(host=args.host)
+    trace_lines = int(os.environ.get(TRACE_ENV) or 0)
     rss_start = rss_mib()
+    if trace_lines:
+        tracemalloc.start()
     if args.kind == 'nova':
         driver = ironic_driver.IronicDriver(None)
     else:
@@ -114,6 +158,12 @@ def worker(args):
         answer['http'] = meter.seconds
         answer['calls'] = meter.calls
         answer['rss_growth'] = rss_mib() - rss_start
+        # What the C heap holds in use and free, and Python's arenas.
+        answer['malloc'] = malloc_mib()
+        print('memory after %.1f s: resident growth %.1f MiB, malloc (in use,'
+              ' free) %s MiB' % (answer['seconds'], answer['rss_growth'],
+                                 answer['malloc']), file=sys.stderr,
+              flush=True)
         answer['managed'] = len(driver.node_cache)
         answer['fences'] = fences[0] - fenced_before
         result = getattr(getattr(driver, 'partitioner', None),
@@ -124,6 +174,10 @@ def worker(args):
             answer['claim_seconds'] = result.metrics.claim_seconds
             answer['listed'] = result.metrics.listed
             answer['waiting'] = len(result.waiting)
+        if trace_lines:
+            trace_report('%s %s after %.1f s' % (args.kind, args.host,
+                                                 answer['seconds']),
+                         sys.stderr, trace_lines)
         return answer
 
     # NOTE: our driver's init_host lists the fleet and claims its share
