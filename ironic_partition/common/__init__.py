@@ -16,6 +16,7 @@
 
 ``executor`` is the one bounded pool of daemon workers, ``periodic`` a
 call repeated on a thread of its own, and ``prefetch`` a generator run one
-item ahead of its consumer. Nothing here knows about Ironic, nova or the
+item ahead of its consumer; ``heap`` gives the memory those threads freed
+back to the system. Nothing here knows about Ironic, nova or the
 database.
 """

@@ -63,6 +63,7 @@ import threading
 from oslo_log import log as logging
 
 from ironic_partition.claims import manager as claims_mod
+from ironic_partition.common import heap
 from ironic_partition import conf as ip_conf
 from ironic_partition import exception
 from ironic_partition.ironic import baremetal
@@ -488,6 +489,9 @@ class Partitioner(gate.ReportingGate):
                 lost=previous - managed, claims=outcome, metrics=metrics)
             self.last_result = result
             announce, self._announce = self._announce, False
+        # NOTE(ironic-partition): the pages this refresh decoded were
+        # freed; give the C heap's free pages back rather than hold them.
+        heap.release()
         result.log(announce)
         result.warn_overrun(self.cadence)
         return result
