@@ -57,7 +57,8 @@ ptrace) samples cn1 during start-up and during its steady pass, twice:
 every thread (wall time, ``--idle``) and threads on a CPU only. The
 samples are grouped (placement, conductor RPC, Ironic API, AMQP threads,
 claims database, logging, our driver, nova's Ironic driver, resource
-tracker; waiting threads outside these apart) and the top frames listed.
+tracker; threads waiting for the resource tracker's lock, and other
+waiting threads, apart) and the top frames listed.
 ``--table-from`` prints the table of an earlier ``--json`` file.
 
 Run it inside the functional environment (the SQL servers and RabbitMQ of

@@ -18,9 +18,10 @@
 time; threads on a CPU only) with ``py-spy record`` (``pip install
 py-spy``; it needs ptrace); :func:`summarise_profile` groups the samples:
 placement, conductor RPC, Ironic API, AMQP threads, claims database,
-logging, our driver, nova's Ironic driver, resource tracker, and waiting
-threads outside these apart, and lists the top frames. Used by
-:mod:`nova_scale_bench`.
+logging, our driver, nova's Ironic driver, resource tracker; threads
+waiting for the resource tracker's lock (nova's
+``COMPUTE_RESOURCE_SEMAPHORE``), and other waiting threads outside these,
+apart; and lists the top frames. Used by :mod:`nova_scale_bench`.
 """
 
 import collections
@@ -63,6 +64,13 @@ _BLOCKING_RE = re.compile(r'\.(get|wait|acquire|result|join|recv\w*|'
 #: The groups whose waiting samples are I/O time (kept in the group).
 _IO_GROUPS = ('placement calls', 'nova DB via conductor (RPC)',
               'Ironic API calls', 'claims/membership DB (our driver)')
+#: A waiting thread with these frames waits for a lock of oslo.concurrency
+#: that nova's resource tracker takes (COMPUTE_RESOURCE_SEMAPHORE: one per
+#: nova-compute, held for the whole of each node's update).
+_LOCK_FILES = ('oslo_concurrency/lockutils.py', 'fasteners/')
+_RT_FILE = 'nova/compute/resource_tracker.py'
+RT_LOCK = "waiting for the resource tracker's lock"
+WAITING = 'waiting (locks, futures, sleeps)'
 
 
 def top(counter, count=8):
@@ -233,9 +241,11 @@ def summarise_profile(path, rate, idle=True):
                     group = name
                     break
             if idle and group not in _IO_GROUPS and _waits(frames[-1]):
-                group = 'waiting (locks, futures, sleeps)'
+                locked = any(_RT_FILE in f for f in files) and any(
+                    m in f for f in files for m in _LOCK_FILES)
+                group = RT_LOCK if locked else WAITING
             groups[group or 'other'] += count
-            if group == 'waiting (locks, futures, sleeps)':
+            if group in (RT_LOCK, WAITING):
                 continue
             leaf[_short(frames[-1])] += count
             seen = set()
