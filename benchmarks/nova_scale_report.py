@@ -18,6 +18,7 @@ import re
 import sys
 
 import nova_lane_bench
+import pyspy_profile
 #: The lane benchmark's cell format: 'never' for None, one decimal.
 _fmt = nova_lane_bench._fmt
 
@@ -144,19 +145,6 @@ def print_profile(results, profiled, out=sys.stdout):
             prof = result.get('profile_%s' % phase, {}).get(kind)
             if not prof:
                 continue
-            out.write('\n%s, %s, %s, %s: ' % (result['driver'], profiled,
-                                              phase, kind))
-            if 'error' in prof:
-                out.write('no profile: %s\n' % prof['error'])
-                continue
-            out.write('%.1f s sampled (thread-seconds by group)\n'
-                      % prof['seconds'])
-            for name, secs in sorted(prof['groups'].items(),
-                                     key=lambda kv: -kv[1]):
-                out.write('  %8.1f  %s\n' % (secs, name))
-            out.write('  top frames (self):\n')
-            for line in prof['top_self']:
-                out.write('    %s\n' % line)
-            out.write('  top nova/ironic_partition frames (inclusive):\n')
-            for line in prof['top_ours']:
-                out.write('    %s\n' % line)
+            pyspy_profile.print_summary(
+                '%s, %s, %s, %s' % (result['driver'], profiled, phase, kind),
+                prof, out)

@@ -31,6 +31,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 from ironic_partition import testing as harness
@@ -182,6 +183,29 @@ class Profilers(object):
 
     def summary(self):
         return {'wall': self.wall.summary(), 'cpu': self.cpu.summary()}
+
+
+def print_summary(title, prof, out=sys.stdout):
+    """Print one profile's summary: its groups and top frames.
+
+    :param title: what was sampled.
+    :param prof: a dict of :meth:`Profiler.summary`.
+    :param out: the stream.
+    :returns: None
+    """
+    out.write('\n%s: ' % title)
+    if 'error' in prof:
+        out.write('no profile: %s\n' % prof['error'])
+        return
+    out.write('%.1f s sampled (thread-seconds by group)\n' % prof['seconds'])
+    for name, secs in sorted(prof['groups'].items(), key=lambda kv: -kv[1]):
+        out.write('  %8.1f  %s\n' % (secs, name))
+    out.write('  top frames (self):\n')
+    for line in prof['top_self']:
+        out.write('    %s\n' % line)
+    out.write('  top nova/ironic_partition frames (inclusive):\n')
+    for line in prof['top_ours']:
+        out.write('    %s\n' % line)
 
 
 def _frame_file(frame):

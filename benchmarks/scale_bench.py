@@ -45,6 +45,9 @@ It reports, from the same run:
 * the driver side of one resource-tracker pass: ``get_available_nodes``
   plus ``get_available_resource`` for every node of the share.
 
+With ``--profile-dir``, one more full refresh of the first service runs
+under py-spy after the timed ones, and its samples are printed, grouped.
+
 Example (needs functional-requirements.txt)::
 
     python benchmarks/scale_bench.py --nodes 100000 --claims-backend mysql
@@ -68,6 +71,7 @@ from ironic_partition.db import api as db_api
 from ironic_partition.ironic import baremetal
 from ironic_partition import testing as harness
 from ironic_partition.testing.services import db as harness_db
+import pyspy_profile
 import scale_worker
 
 HOSTS = scale_worker.HOSTS
@@ -264,6 +268,8 @@ def run(args):
                 serves.append(ironic_serve_seconds(ironic.endpoint)[0])
             report_full(results, serves, first, ours_full, nova_full,
                         args)
+            if args.profile_dir:
+                profile_full(ours[0], args.profile_dir)
             changer = Changer(ironic, groups, shards, args.seed)
             incr = []
             for step in range(args.steps):
@@ -316,6 +322,28 @@ def run(args):
                 service.stop()
     print('RESULT: %s' % ('PASS' if results['ok'] else 'FAIL'))
     return 0 if results['ok'] else 1
+
+
+def profile_full(service, directory):
+    """One more full listing of a service, under py-spy; not timed.
+
+    :param service: a :class:`scale_worker.Service`.
+    :param directory: where py-spy's raw files are kept.
+    :returns: None (the grouped samples are printed).
+    """
+    os.makedirs(directory, exist_ok=True)
+    profile = pyspy_profile.Profilers(
+        service.proc.pid, os.path.join(directory, 'pyspy-full-refresh'))
+    profile.start()
+    try:
+        answer = _forced_full(service)
+    finally:
+        profile.stop()
+    print('\n== One more full refresh of the first service, under py-spy '
+          '(%.1f s, %.1f s in HTTP; not in the figures above) =='
+          % (answer['seconds'], answer['http']))
+    for kind, prof in sorted(profile.summary().items()):
+        pyspy_profile.print_summary('full refresh, %s' % kind, prof)
 
 
 def _forced_full(service):
@@ -452,6 +480,12 @@ def main(argv=None):
                         '(tracemalloc, which slows the listings): the '
                         'LINES lines holding most after each timed '
                         'listing, in the services\' logs')
+    parser.add_argument('--profile-dir', metavar='DIR',
+                        help='after the timed full refreshes, one more of '
+                        'the first service under py-spy (pip install '
+                        'py-spy; it needs ptrace), wall and CPU time: its '
+                        'samples grouped and printed, the raw files kept '
+                        'in DIR')
     args = parser.parse_args(argv)
     if args.trace_memory:
         os.environ[scale_worker.TRACE_ENV] = str(args.trace_memory)
