@@ -421,9 +421,9 @@ def report_full(results, serves, first, ours_full, nova_full, args):
 
 
 def report_incremental(results, incr, ours_full, nova_full):
-    # NOTE: a step's refresh may be the periodic full resync
-    # (full_resync_interval, 300 s by default) when the steps ran long:
-    # it is shown, and left out of the incremental figures.
+    # NOTE(ironic-partition): a step's refresh may be the periodic full
+    # resync (full_resync_interval, 300 s by default) when the steps ran
+    # long: it is shown, and left out of the incremental figures.
     feed = [a for a in incr if not a['full']] or incr
     seconds = statistics.median(a['seconds'] for a in feed)
     ours = _median(ours_full, 'seconds')
